@@ -1,0 +1,85 @@
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Config } from './config.ts';
+import { requireApiKey } from './http/auth.ts';
+import { registerErrorHandling } from './http/errors.ts';
+import { JSON_BODY_LIMIT, registerJsonBody } from './http/json-body.ts';
+import { healthRoutes } from './modules/health/routes.ts';
+import { LicenseBody } from './modules/licenses/schemas.ts';
+import { licenseRoutes } from './modules/licenses/routes.ts';
+import { ProductBody } from './modules/products/schemas.ts';
+import { productRoutes } from './modules/products/routes.ts';
+import { publicRoutes, type TokenIssuer } from './modules/public/routes.ts';
+import type { Services } from './services.ts';
+
+export interface AppOptions {
+  config: Config;
+  services: Services;
+  tokens?: TokenIssuer;
+  /** false silences logs (tests); otherwise structured JSON logs at config.logLevel. */
+  logger?: boolean;
+}
+
+const MINUTE = 60_000;
+
+export async function buildApp({ config, services, tokens, logger = true }: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: logger && {
+      level: config.logLevel,
+      // Request logs carry method, URL and address only; these never reach a log line.
+      redact: ['req.headers.authorization', 'req.headers["license-key"]', 'req.body'],
+    },
+    bodyLimit: JSON_BODY_LIMIT,
+    trustProxy: config.trustProxy,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true },
+    // Wrong types are a 400, never silently coerced ("5" is not a maxDevices).
+    ajv: { customOptions: { coerceTypes: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  registerErrorHandling(app);
+  registerJsonBody(app);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Tessera licensing API', version: '1.0.0', description: 'Server API (API key) and public API (no authentication).' },
+      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'An API key, sk_...' } } },
+    },
+  });
+  app.addSchema(LicenseBody);
+  app.addSchema(ProductBody);
+
+  const limits = config.rateLimit;
+  await app.register(rateLimit, {
+    global: false,
+    errorResponseBuilder: (_req, context) => ({ statusCode: 429, message: `Rate limit exceeded; retry in ${context.after}.` }),
+  });
+
+  await app.register(healthRoutes, { store: services.store });
+  app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(
+    async (api) => {
+      await api.register(publicRoutes, {
+        licenses: services.licenses,
+        tokens,
+        rateLimit: limits.enabled && { max: limits.publicPerMinute, timeWindow: MINUTE },
+      });
+      await api.register(async (server) => {
+        requireApiKey(server, services.apiKeys);
+        if (limits.enabled) {
+          // Per account, after authentication: one tenant cannot starve the others.
+          server.addHook('onRequest', server.rateLimit({ max: limits.serverPerMinute, timeWindow: MINUTE, keyGenerator: (req) => req.userId }));
+        }
+        await server.register(productRoutes, { products: services.products });
+        await server.register(licenseRoutes, { licenses: services.licenses });
+      });
+    },
+    { prefix: '/api/v1' },
+  );
+
+  return app;
+}

@@ -1,0 +1,90 @@
+import { parseArgs } from 'node:util';
+import { loadConfig } from './config.ts';
+import { AppError } from './core/errors.ts';
+import { createServices, type Services } from './services.ts';
+import { openStore } from './storage/index.ts';
+import { toIso, toIsoOrNull } from './core/time.ts';
+
+const USAGE = `Usage: npm run --silent cli -- <command>
+  account create --email E --password P [--plan free|plus]
+  account set-plan --email E --plan free|plus
+  api-key create --email E [--name N]
+  api-key list --email E
+  api-key revoke --email E --id KEY_ID
+Each command prints one JSON object on stdout.`;
+
+type Options = { email?: string; password?: string; plan?: string; name?: string; id?: string };
+
+function need(options: Options, name: keyof Options): string {
+  const value = options[name];
+  if (!value) throw new AppError('invalid_request', `--${name} is required.`);
+  return value;
+}
+
+const commands: Record<string, (s: Services, o: Options) => Promise<object>> = {
+  'account create': async (s, o) => {
+    const a = await s.accounts.create({ email: need(o, 'email'), password: need(o, 'password'), plan: o.plan });
+    return { userId: a.id, email: a.email, plan: a.plan };
+  },
+  'account set-plan': async (s, o) => {
+    const a = await s.accounts.setPlan(need(o, 'email'), need(o, 'plan'));
+    return { userId: a.id, email: a.email, plan: a.plan };
+  },
+  'api-key create': async (s, o) => {
+    const account = await s.accounts.requireByEmail(need(o, 'email'));
+    const { key, secret } = await s.apiKeys.create(account.id, o.name);
+    return { id: key.id, apiKey: secret };
+  },
+  'api-key list': async (s, o) => {
+    const account = await s.accounts.requireByEmail(need(o, 'email'));
+    const keys = await s.apiKeys.list(account.id);
+    return {
+      data: keys.map((k) => ({
+        id: k.id,
+        name: k.name,
+        prefix: k.keyPrefix,
+        createdAt: toIso(k.createdAt),
+        lastUsedAt: toIsoOrNull(k.lastUsedAt),
+        revokedAt: toIsoOrNull(k.revokedAt),
+      })),
+    };
+  },
+  'api-key revoke': async (s, o) => {
+    const account = await s.accounts.requireByEmail(need(o, 'email'));
+    await s.apiKeys.revoke(account.id, need(o, 'id'));
+    return { id: o.id, revoked: true };
+  },
+};
+
+async function main(): Promise<number> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { email: { type: 'string' }, password: { type: 'string' }, plan: { type: 'string' }, name: { type: 'string' }, id: { type: 'string' } },
+  });
+  const command = commands[positionals.slice(0, 2).join(' ')];
+  if (!command || positionals.length !== 2) {
+    process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  const config = loadConfig();
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+  try {
+    const result = await command(createServices(store), values);
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    return 0;
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    process.stderr.write(`${JSON.stringify({ error: { code: error.code, message: error.message, issues: error.issues } })}\n`);
+    return 1;
+  } finally {
+    await store.close();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error) => {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);

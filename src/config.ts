@@ -1,0 +1,82 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+export interface RateLimitConfig {
+  enabled: boolean;
+  /** Requests per minute per client address on each public endpoint. */
+  publicPerMinute: number;
+  /** Requests per minute per account on the server API. */
+  serverPerMinute: number;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl?: string;
+  databasePoolSize: number;
+  baseUrl: string;
+  /** 32 bytes: the root secret for encrypting secrets at rest. */
+  secretKey: Buffer;
+  smtpUrl?: string;
+  mailFrom: string;
+  logLevel: string;
+  trustProxy: boolean;
+  rateLimit: RateLimitConfig;
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number, min = 1): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
+  return value;
+}
+
+/**
+ * SECRET_KEY (64 hex characters) when set; otherwise one generated on first start into
+ * DATA_DIR/secret.key (mode 0600). Processes sharing PostgreSQL must all be given the same one.
+ */
+function secretKey(env: Env, dataDir: string): Buffer {
+  const fromEnv = env.SECRET_KEY?.trim();
+  const file = join(dataDir, 'secret.key');
+  let hex = fromEnv;
+  if (!hex && existsSync(file)) hex = readFileSync(file, 'utf8').trim();
+  if (!hex) {
+    mkdirSync(dataDir, { recursive: true });
+    hex = randomBytes(32).toString('hex');
+    writeFileSync(file, `${hex}\n`, { mode: 0o600, flag: 'wx' });
+  }
+  if (!/^[0-9a-fA-F]{64}$/.test(hex)) throw new Error('SECRET_KEY must be 64 hexadecimal characters (32 bytes)');
+  return Buffer.from(hex, 'hex');
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = int(env, 'PORT', 3000, 0);
+  const host = env.HOST || '127.0.0.1';
+  const dataDir = resolve(env.DATA_DIR || './data');
+  const databaseUrl = env.DATABASE_URL || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) throw new Error('DATABASE_URL must be a postgres:// URL');
+  const rateLimitOff = (env.RATE_LIMIT ?? '').toLowerCase() === 'off';
+  return {
+    port,
+    host,
+    dataDir,
+    databaseUrl,
+    databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10),
+    baseUrl: (env.BASE_URL || `http://${host === '0.0.0.0' ? 'localhost' : host}:${port}`).replace(/\/+$/, ''),
+    secretKey: secretKey(env, dataDir),
+    smtpUrl: env.SMTP_URL || undefined,
+    mailFrom: env.MAIL_FROM || 'Tessera <no-reply@localhost>',
+    logLevel: env.LOG_LEVEL || 'info',
+    trustProxy: (env.TRUST_PROXY ?? '').toLowerCase() === 'true',
+    rateLimit: {
+      enabled: !rateLimitOff,
+      publicPerMinute: int(env, 'RATE_LIMIT_PUBLIC_PER_MINUTE', 600),
+      serverPerMinute: int(env, 'RATE_LIMIT_SERVER_PER_MINUTE', 6000),
+    },
+  };
+}

@@ -1,0 +1,61 @@
+/**
+ * The one error model of the service. Every failure a client can see is an AppError with a
+ * stable machine-readable code; the HTTP layer turns it into {"error": {code, message}}.
+ */
+export type ErrorCode =
+  | 'invalid_request'
+  | 'invalid_license'
+  | 'license_revoked'
+  | 'license_expired'
+  | 'max_devices_reached'
+  | 'license_tokens_disabled'
+  | 'missing_api_key'
+  | 'invalid_api_key'
+  | 'plan_required'
+  | 'not_found'
+  | 'product_has_licenses'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'rate_limited'
+  | 'internal_error';
+
+const STATUS: Record<ErrorCode, number> = {
+  invalid_request: 400,
+  invalid_license: 400,
+  license_revoked: 400,
+  license_expired: 400,
+  max_devices_reached: 400,
+  license_tokens_disabled: 400,
+  product_has_licenses: 400,
+  missing_api_key: 401,
+  invalid_api_key: 403,
+  plan_required: 403,
+  not_found: 404,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+};
+
+export interface Issue {
+  path: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  readonly statusCode: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly issues?: Issue[],
+  ) {
+    super(message);
+    this.name = 'AppError';
+    this.statusCode = STATUS[code];
+  }
+}
+
+export const notFound = (what = 'Resource'): AppError => new AppError('not_found', `${what} not found.`);
+
+export const invalidRequest = (path: string, message: string): AppError =>
+  new AppError('invalid_request', 'The request is invalid.', [{ path, message }]);

@@ -1,0 +1,57 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { AppError, type Issue } from '../core/errors.ts';
+
+interface AjvIssue {
+  instancePath: string;
+  message?: string;
+  keyword: string;
+  params: Record<string, unknown>;
+}
+
+/** `/device/identifier` → `device.identifier`; a missing property names the property itself. */
+function toIssue(part: string, e: AjvIssue): Issue {
+  const segments = e.instancePath.split('/').filter(Boolean);
+  if (e.keyword === 'required' && typeof e.params.missingProperty === 'string') segments.push(e.params.missingProperty);
+  if (e.keyword === 'additionalProperties' && typeof e.params.additionalProperty === 'string') segments.push(e.params.additionalProperty);
+  const prefix = part === 'body' ? [] : [part === 'querystring' ? 'query' : part];
+  return { path: [...prefix, ...segments].join('.') || part, message: e.message ?? 'is invalid' };
+}
+
+/** Turns framework errors into the service's error model; nothing internal reaches a response. */
+export function toAppError(error: FastifyError & { validation?: AjvIssue[]; validationContext?: string }): AppError {
+  if (error instanceof AppError) return error;
+  if (error.validation) {
+    const part = error.validationContext ?? 'body';
+    return new AppError('invalid_request', 'The request is invalid.', error.validation.map((e) => toIssue(part, e)));
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload_too_large', 'The request body is too large.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return error.statusCode === 415
+        ? new AppError('unsupported_media_type', 'Send the body as application/json.')
+        : new AppError('invalid_request', 'The request body is malformed.');
+  }
+  if (error.statusCode === 429) return new AppError('rate_limited', 'Too many requests; retry later.');
+  if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+    return new AppError('invalid_request', 'The request body is not valid JSON.');
+  }
+  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
+    return new AppError('invalid_request', 'The request is invalid.');
+  }
+  return new AppError('internal_error', 'Internal server error.');
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const appError = toAppError(error);
+    if (appError.code === 'internal_error') request.log.error({ err: error }, 'unhandled error');
+    const body: { code: string; message: string; issues?: Issue[] } = { code: appError.code, message: appError.message };
+    if (appError.issues) body.issues = appError.issues;
+    void reply.status(appError.statusCode).type('application/json; charset=utf-8').send({ error: body });
+  });
+  app.setNotFoundHandler((_request, reply) => {
+    void reply.status(404).send({ error: { code: 'not_found', message: 'Not found.' } });
+  });
+}

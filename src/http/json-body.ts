@@ -1,0 +1,22 @@
+import type { FastifyInstance } from 'fastify';
+
+export const JSON_BODY_LIMIT = 64 * 1024;
+
+/**
+ * JSON bodies, with the quirk of the SDKs in the field: they send `Content-Type:
+ * application/json` with an empty body on requests that take none. An empty body is `{}`.
+ * Everything else goes through Fastify's own parser (prototype-poisoning safe).
+ */
+export function registerJsonBody(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: JSON_BODY_LIMIT }, (request, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, {});
+    parse(request, text, done);
+  });
+  // A POST with no body at all (no Content-Type) is treated like `{}` too.
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined && request.method !== 'GET' && request.method !== 'HEAD') request.body = {};
+  });
+}

@@ -1,0 +1,47 @@
+import { buildApp } from './app.ts';
+import { loadConfig } from './config.ts';
+import { createServices } from './services.ts';
+import { openStore } from './storage/index.ts';
+
+/** `npm start`: opens the store (running migrations), serves, and shuts down gracefully. */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
+  let log: { error: (o: object, m: string) => void } = console;
+  const services = createServices(store, (err) => log.error({ err }, 'background write failed'));
+  const app = await buildApp({ config, services });
+  log = app.log;
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    try {
+      await app.close(); // stops accepting, waits for in-flight requests
+      await store.close();
+      app.log.info('shut down cleanly');
+      process.exit(0);
+    } catch (err) {
+      app.log.error({ err }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+
+  await app.listen({ port: config.port, host: config.host });
+  app.log.info({ store: store.dialect, dataDir: store.dialect === 'sqlite' ? config.dataDir : undefined, baseUrl: config.baseUrl }, 'Tessera is serving');
+  if ((await services.accounts.count()) === 0) {
+    app.log.warn(
+      'No account yet. Create one, then an API key:\n' +
+        "  npm run --silent cli -- account create --email you@example.com --password 'a long password'\n" +
+        '  npm run --silent cli -- api-key create --email you@example.com',
+    );
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

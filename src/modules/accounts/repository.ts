@@ -1,0 +1,46 @@
+import type { Executor, Store } from '../../storage/index.ts';
+import type { Account, AccountRepository } from './service.ts';
+
+type Row = { id: string; email: string; password_hash: string; plan: 'free' | 'plus'; created_at: number };
+const toAccount = (r: Row): Account => ({ id: r.id, email: r.email, passwordHash: r.password_hash, plan: r.plan, createdAt: r.created_at });
+
+export class SqlAccountRepository implements AccountRepository {
+  constructor(private readonly store: Store) {}
+
+  private get db() {
+    return this.store.db;
+  }
+
+  async insert(account: Account): Promise<void> {
+    await this.store.write((tx: Executor) =>
+      tx.run(
+        this.db.insertInto('accounts').values({
+          id: account.id,
+          email: account.email,
+          password_hash: account.passwordHash,
+          plan: account.plan,
+          created_at: account.createdAt,
+        }),
+      ),
+    );
+  }
+
+  async findByEmail(email: string): Promise<Account | undefined> {
+    const row = await this.store.read.first(this.db.selectFrom('accounts').selectAll().where('email', '=', email));
+    return row && toAccount(row);
+  }
+
+  async findById(id: string): Promise<Account | undefined> {
+    const row = await this.store.read.first(this.db.selectFrom('accounts').selectAll().where('id', '=', id));
+    return row && toAccount(row);
+  }
+
+  async setPlan(id: string, plan: Account['plan']): Promise<number> {
+    return this.store.write((tx) => tx.run(this.db.updateTable('accounts').set({ plan }).where('id', '=', id)));
+  }
+
+  async count(): Promise<number> {
+    const row = await this.store.read.first(this.db.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')));
+    return Number(row?.n ?? 0);
+  }
+}

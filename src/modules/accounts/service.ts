@@ -1,0 +1,72 @@
+import { hash, verify } from '@node-rs/argon2';
+import { AppError, invalidRequest } from '../../core/errors.ts';
+import { isValidEmail, normalizeEmail } from '../../core/email.ts';
+import { newUserId } from '../../core/ids.ts';
+
+export type Plan = 'free' | 'plus';
+export const PLANS: readonly Plan[] = ['free', 'plus'];
+
+export interface Account {
+  id: string;
+  email: string;
+  passwordHash: string;
+  plan: Plan;
+  createdAt: number;
+}
+
+export interface AccountRepository {
+  insert(account: Account): Promise<void>;
+  findByEmail(email: string): Promise<Account | undefined>;
+  findById(id: string): Promise<Account | undefined>;
+  setPlan(id: string, plan: Plan): Promise<number>;
+  count(): Promise<number>;
+}
+
+const MIN_PASSWORD = 8;
+
+/** Operator accounts: each owns its products, licenses and API keys (the tenant boundary). */
+export class AccountService {
+  constructor(private readonly repo: AccountRepository) {}
+
+  async create(input: { email: string; password: string; plan?: string }): Promise<Account> {
+    const email = normalizeEmail(input.email);
+    if (!isValidEmail(email)) throw invalidRequest('email', 'must be a valid e-mail address');
+    if (input.password.length < MIN_PASSWORD) throw invalidRequest('password', `must be at least ${MIN_PASSWORD} characters`);
+    const plan = (input.plan ?? 'free') as Plan;
+    if (!PLANS.includes(plan)) throw invalidRequest('plan', `must be one of ${PLANS.join(', ')}`);
+    if (await this.repo.findByEmail(email)) {
+      throw new AppError('invalid_request', 'An account with this e-mail already exists.', [{ path: 'email', message: 'already in use' }]);
+    }
+    // argon2id with the library's defaults (19 MiB, t=2), the OWASP baseline.
+    const account: Account = { id: newUserId(), email, passwordHash: await hash(input.password), plan, createdAt: Date.now() };
+    await this.repo.insert(account);
+    return account;
+  }
+
+  async verifyPassword(email: string, password: string): Promise<Account | undefined> {
+    const account = await this.repo.findByEmail(normalizeEmail(email));
+    if (!account) return undefined;
+    return (await verify(account.passwordHash, password)) ? account : undefined;
+  }
+
+  async setPlan(email: string, plan: string): Promise<Account> {
+    if (!PLANS.includes(plan as Plan)) throw invalidRequest('plan', `must be one of ${PLANS.join(', ')}`);
+    const account = await this.requireByEmail(email);
+    await this.repo.setPlan(account.id, plan as Plan);
+    return { ...account, plan: plan as Plan };
+  }
+
+  async requireByEmail(email: string): Promise<Account> {
+    const account = await this.repo.findByEmail(normalizeEmail(email));
+    if (!account) throw new AppError('not_found', 'No account with this e-mail.');
+    return account;
+  }
+
+  findById(id: string): Promise<Account | undefined> {
+    return this.repo.findById(id);
+  }
+
+  count(): Promise<number> {
+    return this.repo.count();
+  }
+}

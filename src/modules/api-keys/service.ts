@@ -1,0 +1,86 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { AppError } from '../../core/errors.ts';
+import { newApiKeyId, randomBase62 } from '../../core/ids.ts';
+
+export interface ApiKey {
+  id: string;
+  userId: string;
+  name: string;
+  keyHash: string;
+  keyPrefix: string;
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+export interface ApiKeyRepository {
+  insert(key: ApiKey): Promise<void>;
+  findByHash(hash: string): Promise<ApiKey | undefined>;
+  listByUser(userId: string): Promise<ApiKey[]>;
+  revoke(userId: string, id: string, at: number): Promise<number>;
+  touch(id: string, at: number): Promise<void>;
+}
+
+const KEY_PATTERN = /^sk_[A-Za-z0-9]{32,128}$/;
+const SECRET_LENGTH = 40;
+/** last_used_at is written at most this often per key and process: a write per request would cost the hot path. */
+const TOUCH_INTERVAL_MS = 60_000;
+
+export const hashApiKey = (key: string): string => createHash('sha256').update(key).digest('hex');
+
+/** API keys: `sk_` + 40 base62 characters, shown once, stored only as a SHA-256 hash. */
+export class ApiKeyService {
+  private readonly lastTouched = new Map<string, number>();
+
+  constructor(
+    private readonly repo: ApiKeyRepository,
+    private readonly onBackgroundError: (error: unknown) => void = () => {},
+  ) {}
+
+  async create(userId: string, name = 'default'): Promise<{ key: ApiKey; secret: string }> {
+    const secret = `sk_${randomBase62(SECRET_LENGTH)}`;
+    const key: ApiKey = {
+      id: newApiKeyId(),
+      userId,
+      name,
+      keyHash: hashApiKey(secret),
+      keyPrefix: secret.slice(0, 7),
+      createdAt: Date.now(),
+      lastUsedAt: null,
+      revokedAt: null,
+    };
+    await this.repo.insert(key);
+    return { key, secret };
+  }
+
+  list(userId: string): Promise<ApiKey[]> {
+    return this.repo.listByUser(userId);
+  }
+
+  async revoke(userId: string, id: string): Promise<void> {
+    if ((await this.repo.revoke(userId, id, Date.now())) === 0) throw new AppError('not_found', 'API key not found.');
+  }
+
+  /** Resolves an `Authorization` header to the owning account id; 401 when absent, 403 when wrong. */
+  async authenticate(header: string | undefined): Promise<string> {
+    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!match) throw new AppError('missing_api_key', 'Missing API key: send "Authorization: Bearer <API key>".');
+    const secret = match[1]!;
+    if (!KEY_PATTERN.test(secret)) throw invalidKey();
+    const hash = hashApiKey(secret);
+    const key = await this.repo.findByHash(hash);
+    // The lookup is by hash, so it leaks nothing about the secret; the compare is constant-time anyway.
+    if (!key || key.revokedAt !== null || !timingSafeEqual(Buffer.from(key.keyHash), Buffer.from(hash))) throw invalidKey();
+    this.touch(key.id);
+    return key.userId;
+  }
+
+  private touch(id: string): void {
+    const now = Date.now();
+    if (now - (this.lastTouched.get(id) ?? 0) < TOUCH_INTERVAL_MS) return;
+    this.lastTouched.set(id, now);
+    this.repo.touch(id, now).catch(this.onBackgroundError);
+  }
+}
+
+const invalidKey = () => new AppError('invalid_api_key', 'Invalid API key.');

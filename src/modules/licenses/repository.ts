@@ -1,0 +1,222 @@
+import { Prepared } from '../../storage/prepared.ts';
+import type { Executor, Store } from '../../storage/index.ts';
+import type { Updateable } from 'kysely';
+import { bool, type DeviceRow, flag, type LicenseRow, type LicensesTable } from '../../storage/schema.ts';
+import { normalizeEmail } from '../../core/email.ts';
+import type { Device, License, LicenseRecord, LicenseRepository, LicenseUnit, ValidationRow } from './types.ts';
+
+const toRecord = (r: LicenseRow): LicenseRecord => ({
+  key: r.key,
+  userId: r.user_id,
+  productId: r.product_id,
+  type: r.type,
+  expiresAt: r.expires_at,
+  revoked: bool(r.revoked),
+  email: r.email,
+  maxDevices: r.max_devices,
+  createdAt: r.created_at,
+});
+
+const toDevice = (r: Pick<DeviceRow, 'identifier' | 'name' | 'activation_date'>): Device => ({
+  identifier: r.identifier,
+  name: r.name,
+  activationDate: r.activation_date,
+});
+
+const LICENSE_COLUMNS = [
+  'l.key',
+  'l.user_id',
+  'l.product_id',
+  'l.type',
+  'l.expires_at',
+  'l.revoked',
+  'l.email',
+  'l.email_normalized',
+  'l.max_devices',
+  'l.created_at',
+] as const;
+
+type ValidationSelect = LicenseRow & { fallback_enabled: number | boolean; device_name: string | null; device_activation_date: number | null };
+
+/** Statements on the hot paths (validate, activate), built and compiled once per store. */
+function statements(store: Store) {
+  const db = store.db;
+  return {
+    validation: new Prepared<{ key: string; identifier: string }, ValidationSelect>((p) =>
+      db
+        .selectFrom('licenses as l')
+        .innerJoin('products as p', 'p.id', 'l.product_id')
+        .leftJoin('devices as d', (join) => join.onRef('d.license_key', '=', 'l.key').on('d.identifier', '=', p('identifier')))
+        .select([...LICENSE_COLUMNS, 'p.fallback_enabled', 'd.name as device_name', 'd.activation_date as device_activation_date'])
+        .where('l.key', '=', p('key')),
+    ),
+    lock: new Prepared<{ key: string }, LicenseRow & { fallback_enabled: number | boolean }>((p) =>
+      db
+        .selectFrom('licenses as l')
+        .innerJoin('products as p', 'p.id', 'l.product_id')
+        .select([...LICENSE_COLUMNS, 'p.fallback_enabled'])
+        .where('l.key', '=', p('key'))
+        // Lock the license row only: activations of other licenses of the product go on in parallel.
+        .$if(store.lockRows, (q) => q.forUpdate('l')),
+    ),
+    license: new Prepared<{ key: string }, LicenseRow>((p) => db.selectFrom('licenses').selectAll().where('key', '=', p('key'))),
+    devices: new Prepared<{ key: string }, DeviceRow>((p) =>
+      db.selectFrom('devices').selectAll().where('license_key', '=', p('key')).orderBy('activation_date').orderBy('identifier'),
+    ),
+    addDevice: new Prepared<{ key: string; identifier: string; name: string; at: number }, never>((p) =>
+      db.insertInto('devices').values({ license_key: p('key'), identifier: p('identifier'), name: p('name'), activation_date: p('at') }),
+    ),
+  };
+}
+
+type Statements = ReturnType<typeof statements>;
+
+class SqlLicenseUnit implements LicenseUnit {
+  constructor(
+    private readonly store: Store,
+    private readonly q: Statements,
+    private readonly tx: Executor,
+  ) {}
+
+  async lock(key: string) {
+    const row = await this.tx.first(this.q.lock.bind({ key }));
+    if (!row) return undefined;
+    const devices = (await this.tx.all(this.q.devices.bind({ key }))).map(toDevice);
+    return { license: toRecord(row), fallbackEnabled: bool(row.fallback_enabled), devices };
+  }
+
+  read(key: string): Promise<License | undefined> {
+    return readLicense(this.tx, this.q, key);
+  }
+
+  async update(key: string, f: Parameters<LicenseUnit['update']>[1]): Promise<void> {
+    const set: Updateable<LicensesTable> = {};
+    if (f.type !== undefined) set.type = f.type;
+    if (f.expiresAt !== undefined) set.expires_at = f.expiresAt;
+    if (f.revoked !== undefined) set.revoked = flag(f.revoked);
+    if (f.maxDevices !== undefined) set.max_devices = f.maxDevices;
+    if (f.email !== undefined) {
+      set.email = f.email;
+      set.email_normalized = f.email === null ? null : normalizeEmail(f.email);
+    }
+    if (Object.keys(set).length === 0) return;
+    await this.tx.run(this.store.db.updateTable('licenses').set(set).where('key', '=', key));
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.tx.run(this.store.db.deleteFrom('licenses').where('key', '=', key));
+  }
+
+  async addDevice(key: string, d: Device): Promise<void> {
+    await this.tx.run(this.q.addDevice.bind({ key, identifier: d.identifier, name: d.name, at: d.activationDate }));
+  }
+
+  async renameDevice(key: string, identifier: string, name: string): Promise<void> {
+    await this.tx.run(this.store.db.updateTable('devices').set({ name }).where('license_key', '=', key).where('identifier', '=', identifier));
+  }
+
+  async removeDevice(key: string, identifier: string): Promise<boolean> {
+    return (await this.tx.run(this.store.db.deleteFrom('devices').where('license_key', '=', key).where('identifier', '=', identifier))) > 0;
+  }
+
+  async removeAllDevices(key: string): Promise<void> {
+    await this.tx.run(this.store.db.deleteFrom('devices').where('license_key', '=', key));
+  }
+}
+
+async function readLicense(ex: Executor, q: Statements, key: string): Promise<License | undefined> {
+  const row = await ex.first(q.license.bind({ key }));
+  if (!row) return undefined;
+  const devices = await ex.all(q.devices.bind({ key }));
+  return { ...toRecord(row), activeDevices: devices.map(toDevice) };
+}
+
+export class SqlLicenseRepository implements LicenseRepository {
+  private readonly q: Statements;
+
+  constructor(private readonly store: Store) {
+    this.q = statements(store);
+  }
+
+  async insert(l: LicenseRecord): Promise<void> {
+    await this.store.write((tx) =>
+      tx.run(
+        this.store.db.insertInto('licenses').values({
+          key: l.key,
+          user_id: l.userId,
+          product_id: l.productId,
+          type: l.type,
+          expires_at: l.expiresAt,
+          revoked: flag(l.revoked),
+          email: l.email,
+          email_normalized: l.email === null ? null : normalizeEmail(l.email),
+          max_devices: l.maxDevices,
+          created_at: l.createdAt,
+        }),
+      ),
+    );
+  }
+
+  get(key: string): Promise<License | undefined> {
+    return readLicense(this.store.read, this.q, key);
+  }
+
+  async findForValidation(key: string, identifier: string): Promise<ValidationRow | undefined> {
+    const row = await this.store.read.first(this.q.validation.bind({ key, identifier }));
+    if (!row) return undefined;
+    return {
+      license: toRecord(row),
+      fallbackEnabled: bool(row.fallback_enabled),
+      device:
+        row.device_name === null
+          ? null
+          : { identifier, name: row.device_name, activationDate: row.device_activation_date! },
+    };
+  }
+
+  async listByProduct(productId: string, o: { email?: string; limit: number; after?: { createdAt: number; key: string } }): Promise<License[]> {
+    const db = this.store.db;
+    const rows = await this.store.read.all(
+      db
+        .selectFrom('licenses')
+        .selectAll()
+        .where('product_id', '=', productId)
+        .$if(o.email !== undefined, (q) => q.where('email_normalized', '=', o.email!))
+        .$if(o.after !== undefined, (q) =>
+          q.where((eb) =>
+            eb.or([
+              eb('created_at', '>', o.after!.createdAt),
+              eb.and([eb('created_at', '=', o.after!.createdAt), eb('key', '>', o.after!.key)]),
+            ]),
+          ),
+        )
+        .orderBy('created_at')
+        .orderBy('key')
+        .limit(o.limit),
+    );
+    if (rows.length === 0) return [];
+    const devices = await this.store.read.all(
+      db
+        .selectFrom('devices')
+        .selectAll()
+        .where(
+          'license_key',
+          'in',
+          rows.map((r) => r.key),
+        )
+        .orderBy('activation_date')
+        .orderBy('identifier'),
+    );
+    const byKey = new Map<string, Device[]>();
+    for (const d of devices) {
+      const list = byKey.get(d.license_key) ?? [];
+      list.push(toDevice(d));
+      byKey.set(d.license_key, list);
+    }
+    return rows.map((r) => ({ ...toRecord(r), activeDevices: byKey.get(r.key) ?? [] }));
+  }
+
+  atomically<T>(work: (tx: LicenseUnit) => Promise<T>): Promise<T> {
+    return this.store.write((tx) => work(new SqlLicenseUnit(this.store, this.q, tx)));
+  }
+}

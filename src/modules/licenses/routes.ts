@@ -1,0 +1,112 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { invalidRequest } from '../../core/errors.ts';
+import { EmptyResponse, errorResponses, LicenseKeyHeader } from '../../http/schema-helpers.ts';
+import { ProductParams } from '../products/schemas.ts';
+import {
+  CreateLicenseBody,
+  DeviceParams,
+  LicensePageBody,
+  licenseView,
+  ListLicensesQuery,
+  ServerActivateBody,
+  ServerValidateBody,
+  ServerValidationBody,
+  UpdateLicenseBody,
+  deviceView,
+} from './schemas.ts';
+import { LIST_LIMIT_MAX, type LicenseService } from './service.ts';
+
+const tags = ['Licenses'];
+const security = [{ apiKey: [] }];
+const licenseReply = { 200: Type.Ref('License'), ...errorResponses(400, 401, 403, 404) };
+
+/** Server API for licenses (API key required; every query is scoped to the key's account). */
+export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService }> = async (app, { licenses }) => {
+  app.post('/licenses', { schema: { tags, security, summary: 'Create a license', body: CreateLicenseBody, response: licenseReply } }, async (req) =>
+    licenseView(await licenses.create(req.userId, req.body)),
+  );
+
+  app.get('/licenses', { schema: { tags, security, summary: 'Get a license', headers: LicenseKeyHeader, response: licenseReply } }, async (req) =>
+    licenseView(await licenses.get(req.userId, req.headers['license-key'])),
+  );
+
+  app.patch(
+    '/licenses',
+    { schema: { tags, security, summary: 'Update a license', headers: LicenseKeyHeader, body: UpdateLicenseBody, response: licenseReply } },
+    async (req) => licenseView(await licenses.update(req.userId, req.headers['license-key'], req.body)),
+  );
+
+  app.delete(
+    '/licenses',
+    {
+      schema: { tags, security, summary: 'Delete a license and its devices', headers: LicenseKeyHeader, response: { 200: EmptyResponse, ...errorResponses(401, 403, 404) } },
+    },
+    async (req, reply) => {
+      await licenses.delete(req.userId, req.headers['license-key']);
+      return reply.send();
+    },
+  );
+
+  app.post(
+    '/licenses/activate',
+    { schema: { tags, security, summary: 'Activate a device on a license', headers: LicenseKeyHeader, body: ServerActivateBody, response: licenseReply } },
+    async (req) => licenseView((await licenses.serverActivate(req.userId, req.headers['license-key'], req.body.productId, req.body.device)).license),
+  );
+
+  app.post(
+    '/licenses/validate',
+    {
+      schema: {
+        tags,
+        security,
+        summary: 'Validate a license',
+        headers: LicenseKeyHeader,
+        body: ServerValidateBody,
+        response: { 200: ServerValidationBody, ...errorResponses(400, 401, 403, 404) },
+      },
+    },
+    async (req) => {
+      const result = await licenses.serverValidate(req.userId, req.headers['license-key'], req.body);
+      return {
+        isValid: result.isValid,
+        status: result.status,
+        device: result.device && deviceView(result.device),
+        license: licenseView(result.license),
+      };
+    },
+  );
+
+  app.post(
+    '/licenses/devices/:deviceId/remove',
+    { schema: { tags, security, summary: 'Remove a device from a license', headers: LicenseKeyHeader, params: DeviceParams, response: licenseReply } },
+    async (req) => licenseView(await licenses.removeDevice(req.userId, req.headers['license-key'], req.params.deviceId)),
+  );
+
+  app.post(
+    '/licenses/devices/reset',
+    { schema: { tags, security, summary: 'Remove every device from a license', headers: LicenseKeyHeader, response: licenseReply } },
+    async (req) => licenseView(await licenses.resetDevices(req.userId, req.headers['license-key'])),
+  );
+
+  app.get(
+    '/products/:productId/licenses',
+    {
+      schema: {
+        tags,
+        security,
+        summary: "List a product's licenses",
+        params: ProductParams,
+        querystring: ListLicensesQuery,
+        response: { 200: LicensePageBody, ...errorResponses(400, 401, 403, 404) },
+      },
+    },
+    async (req) => {
+      const limit = req.query.limit === undefined ? undefined : Number(req.query.limit);
+      if (limit !== undefined && (limit < 1 || limit > LIST_LIMIT_MAX)) throw invalidRequest('query.limit', `must be 1 to ${LIST_LIMIT_MAX}`);
+      const page = await licenses.list(req.userId, req.params.productId, { email: req.query.email, limit, cursor: req.query.cursor });
+      return { data: page.data.map(licenseView), nextCursor: page.nextCursor };
+    },
+  );
+};
+

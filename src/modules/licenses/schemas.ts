@@ -1,0 +1,125 @@
+import { Type } from 'typebox';
+import { toIso, toIsoOrNull } from '../../core/time.ts';
+import { Email, Nullable, Timestamp } from '../../http/schema-helpers.ts';
+import { LIST_LIMIT_MAX } from './service.ts';
+import type { Device, License, LicenseRecord } from './types.ts';
+
+export const DEVICE_IDENTIFIER_MAX = 96;
+export const DEVICE_NAME_MAX = 64;
+
+export const DeviceIdentifier = Type.String({ minLength: 1, maxLength: DEVICE_IDENTIFIER_MAX });
+export const DeviceName = Type.String({ minLength: 1, maxLength: DEVICE_NAME_MAX });
+const LicenseType = Type.Union([Type.Literal('perpetual'), Type.Literal('timed')]);
+const MaxDevices = Type.Integer({ minimum: 1, maximum: 100000 });
+const ExpiresAtInput = Nullable(
+  Type.String({ maxLength: 64, description: 'ISO 8601 date-time with Z or an offset, or YYYY-MM-DD (midnight UTC).' }),
+);
+
+export const DeviceBody = Type.Object(
+  { identifier: Type.String(), name: Type.String(), activationDate: Timestamp },
+);
+
+export const LicenseBody = Type.Object(
+  {
+    key: Type.String(),
+    userId: Type.String(),
+    productId: Type.String(),
+    type: Type.String({ enum: ['perpetual', 'timed'] }),
+    expiresAt: Nullable(Timestamp),
+    revoked: Type.Boolean(),
+    email: Nullable(Type.String()),
+    maxDevices: Type.Integer(),
+    activeDevices: Type.Array(DeviceBody),
+    createdAt: Timestamp,
+  },
+  { $id: 'License' },
+);
+
+export const PublicLicenseBody = Type.Object(
+  {
+    key: Type.String(),
+    productId: Type.String(),
+    type: Type.String({ enum: ['perpetual', 'timed'] }),
+    revoked: Type.Boolean(),
+    maxDevices: Type.Integer(),
+    expiresAt: Nullable(Timestamp),
+    createdAt: Timestamp,
+  },
+);
+
+export const CreateLicenseBody = Type.Object(
+  {
+    productId: Type.String({ minLength: 1, maxLength: 64 }),
+    type: LicenseType,
+    expiresAt: Type.Optional(ExpiresAtInput),
+    maxDevices: MaxDevices,
+    email: Type.Optional(Nullable(Email)),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateLicenseBody = Type.Object(
+  {
+    type: Type.Optional(LicenseType),
+    expiresAt: Type.Optional(ExpiresAtInput),
+    maxDevices: Type.Optional(MaxDevices),
+    email: Type.Optional(Nullable(Email)),
+    revoked: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+export const ServerActivateBody = Type.Object({
+  productId: Type.String({ minLength: 1, maxLength: 64 }),
+  device: Type.Object({ identifier: DeviceIdentifier, name: DeviceName }),
+});
+
+export const ServerValidateBody = Type.Object({
+  deviceIdentifier: Type.Optional(DeviceIdentifier),
+  productId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+});
+
+export const ServerValidationBody = Type.Object({
+  isValid: Type.Boolean(),
+  status: Type.String({ enum: ['active', 'expired', 'revoked', 'fallbacked'] }),
+  device: Nullable(DeviceBody),
+  license: Type.Ref('License'),
+});
+
+export const DeviceParams = Type.Object({ deviceId: Type.String({ minLength: 1, maxLength: 256 }) });
+
+export const ListLicensesQuery = Type.Object({
+  email: Type.Optional(Type.String({ maxLength: 254 })),
+  limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}$', description: `1 to ${LIST_LIMIT_MAX}, default 50.` })),
+  cursor: Type.Optional(Type.String({ maxLength: 512 })),
+});
+
+export const LicensePageBody = Type.Object({
+  data: Type.Array(Type.Ref('License')),
+  nextCursor: Nullable(Type.String()),
+});
+
+export const deviceView = (d: Device) => ({ identifier: d.identifier, name: d.name, activationDate: toIso(d.activationDate) });
+
+export const licenseView = (l: License) => ({
+  key: l.key,
+  userId: l.userId,
+  productId: l.productId,
+  type: l.type,
+  expiresAt: toIsoOrNull(l.expiresAt),
+  revoked: l.revoked,
+  email: l.email,
+  maxDevices: l.maxDevices,
+  activeDevices: l.activeDevices.map(deviceView),
+  createdAt: toIso(l.createdAt),
+});
+
+export const publicLicenseView = (l: LicenseRecord) => ({
+  key: l.key,
+  productId: l.productId,
+  type: l.type,
+  revoked: l.revoked,
+  maxDevices: l.maxDevices,
+  expiresAt: toIsoOrNull(l.expiresAt),
+  createdAt: toIso(l.createdAt),
+});

@@ -1,0 +1,72 @@
+import { Type } from 'typebox';
+import { toIso } from '../../core/time.ts';
+import { Email, Nullable, Timestamp } from '../../http/schema-helpers.ts';
+import type { Product } from './service.ts';
+
+const LONG_TEXT = 5000;
+
+export const ProductBody = Type.Object(
+  {
+    id: Type.String({ description: 'Starts with p_.' }),
+    userId: Type.String({ format: 'uuid' }),
+    name: Type.String(),
+    description: Type.String(),
+    supportEmail: Nullable(Type.String()),
+    createdAt: Timestamp,
+    portalShow: Type.Boolean(),
+    portalAllowDeviceReset: Type.Boolean(),
+    hasImage: Type.Boolean(),
+    fallbackEnabled: Type.Boolean(),
+    purchaseNote: Nullable(Type.String()),
+    actionButtonText: Nullable(Type.String()),
+    actionButtonUrl: Nullable(Type.String()),
+  },
+  { $id: 'Product' },
+);
+
+const writable = {
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  description: Type.String({ maxLength: LONG_TEXT }),
+  supportEmail: Nullable(Email),
+  portalShow: Type.Boolean(),
+  portalAllowDeviceReset: Type.Boolean(),
+  fallbackEnabled: Type.Boolean(),
+  purchaseNote: Nullable(Type.String({ maxLength: LONG_TEXT })),
+  actionButtonText: Nullable(Type.String({ minLength: 1, maxLength: 100 })),
+  actionButtonUrl: Nullable(Type.String({ maxLength: 2000, description: 'http(s) URL; may hold {key}.' })),
+};
+
+export const CreateProductBody = Type.Object(
+  {
+    name: writable.name,
+    description: Type.Optional(writable.description),
+    supportEmail: Type.Optional(writable.supportEmail),
+    portalShow: Type.Optional(writable.portalShow),
+    portalAllowDeviceReset: Type.Optional(writable.portalAllowDeviceReset),
+    fallbackEnabled: Type.Optional(writable.fallbackEnabled),
+    purchaseNote: Type.Optional(writable.purchaseNote),
+    actionButtonText: Type.Optional(writable.actionButtonText),
+    actionButtonUrl: Type.Optional(writable.actionButtonUrl),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateProductBody = Type.Partial(CreateProductBody, { additionalProperties: false });
+
+export const ProductParams = Type.Object({ productId: Type.String({ minLength: 1, maxLength: 64 }) });
+
+export const productView = (p: Product) => ({
+  id: p.id,
+  userId: p.userId,
+  name: p.name,
+  description: p.description,
+  supportEmail: p.supportEmail,
+  createdAt: toIso(p.createdAt),
+  portalShow: p.portalShow,
+  portalAllowDeviceReset: p.portalAllowDeviceReset,
+  hasImage: p.hasImage,
+  fallbackEnabled: p.fallbackEnabled,
+  purchaseNote: p.purchaseNote,
+  actionButtonText: p.actionButtonText,
+  actionButtonUrl: p.actionButtonUrl,
+});

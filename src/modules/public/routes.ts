@@ -1,0 +1,87 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { EmptyResponse, errorResponses } from '../../http/schema-helpers.ts';
+import { deviceView, publicLicenseView } from '../licenses/schemas.ts';
+import type { Activation, LicenseService } from '../licenses/service.ts';
+import { PublicActivateBody, PublicActivationResult, PublicLicenseQuery, PublicValidationResult } from './schemas.ts';
+
+/** Seam for signed license tokens: gives a token when the product has tokens enabled. */
+export interface TokenIssuer {
+  issueForActivation(activation: Activation): Promise<string | undefined>;
+}
+
+export interface PublicRoutesOptions {
+  licenses: LicenseService;
+  tokens?: TokenIssuer;
+  /** Per-client limit for each public route, or false when limits are off. */
+  rateLimit: false | { max: number; timeWindow: number };
+}
+
+const tags = ['Public'];
+
+/** Public API, called from client apps: no API key, the license key travels in the body. */
+export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = async (app, { licenses, tokens, rateLimit }) => {
+  const config = (rateLimit ? { rateLimit } : {}) as { rateLimit: { max: number; timeWindow: number } };
+
+  app.post(
+    '/public/licenses/activate',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Activate a device',
+        body: PublicActivateBody,
+        response: { 200: PublicActivationResult, ...errorResponses(400, 413, 415, 429) },
+      },
+    },
+    async (req) => {
+      const { licenseKey, deviceIdentifier, deviceName, productId } = req.body;
+      const activation = await licenses.publicActivate(licenseKey, productId, { identifier: deviceIdentifier, name: deviceName });
+      const token = tokens ? await tokens.issueForActivation(activation) : undefined;
+      return {
+        isValid: true,
+        status: activation.status,
+        ...(token === undefined ? {} : { token }),
+        device: deviceView(activation.device),
+        license: publicLicenseView(activation.license),
+      };
+    },
+  );
+
+  app.post(
+    '/public/licenses/validate',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Validate a license on a device',
+        description: 'Always 200 for a well-formed request; an invalid license gives isValid false, null fields and a reason.',
+        body: PublicLicenseQuery,
+        response: { 200: PublicValidationResult, ...errorResponses(400, 413, 415, 429) },
+      },
+    },
+    async (req) => {
+      const { licenseKey, deviceIdentifier, productId } = req.body;
+      const result = await licenses.publicValidate(licenseKey, productId, deviceIdentifier);
+      if (!result.isValid) return { isValid: false, status: null, device: null, license: null, reason: result.reason };
+      return { isValid: true, status: result.status, device: deviceView(result.device), license: publicLicenseView(result.license) };
+    },
+  );
+
+  app.delete(
+    '/public/licenses/device',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'Remove a device (idempotent)',
+        body: PublicLicenseQuery,
+        response: { 200: EmptyResponse, ...errorResponses(400, 413, 415, 429) },
+      },
+    },
+    async (req, reply) => {
+      const { licenseKey, deviceIdentifier, productId } = req.body;
+      await licenses.publicRemoveDevice(licenseKey, productId, deviceIdentifier);
+      return reply.send();
+    },
+  );
+};

@@ -1,0 +1,42 @@
+import { Type } from 'typebox';
+import { Nullable } from '../../http/schema-helpers.ts';
+import { DeviceBody, DeviceIdentifier, DeviceName, PublicLicenseBody } from '../licenses/schemas.ts';
+
+export const LicenseKeyInput = Type.String({ minLength: 1, maxLength: 64 });
+
+/** A string, or an array for apps that accept several products (tiers). */
+export const ProductIdInput = Type.Union([
+  Type.String({ minLength: 1, maxLength: 64 }),
+  Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 20 }),
+]);
+
+export const PublicActivateBody = Type.Object({
+  licenseKey: LicenseKeyInput,
+  deviceIdentifier: DeviceIdentifier,
+  deviceName: DeviceName,
+  productId: ProductIdInput,
+});
+
+export const PublicLicenseQuery = Type.Object({
+  licenseKey: LicenseKeyInput,
+  deviceIdentifier: DeviceIdentifier,
+  productId: ProductIdInput,
+});
+
+export const PublicActivationResult = Type.Object({
+  isValid: Type.Boolean(),
+  status: Type.String(),
+  token: Type.Optional(Type.String({ description: 'Signed license token; present when the product has license tokens enabled.' })),
+  device: DeviceBody,
+  license: PublicLicenseBody,
+});
+
+export const PublicValidationResult = Type.Object({
+  isValid: Type.Boolean(),
+  status: Nullable(Type.String({ enum: ['active', 'fallbacked'] })),
+  device: Nullable(DeviceBody),
+  license: Nullable(PublicLicenseBody),
+  reason: Type.Optional(
+    Type.String({ enum: ['not_found', 'product_mismatch', 'revoked', 'expired', 'device_not_activated'], description: 'Why the license is not valid.' }),
+  ),
+});

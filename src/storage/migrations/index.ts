@@ -1,0 +1,22 @@
+import { type Kysely, type Migration, type MigrationProvider, Migrator } from 'kysely';
+import * as m001 from './001_core.ts';
+
+/**
+ * Versioned migrations, in order. A new migration is a new file added here; applied ones are
+ * never edited. Kysely's migrator takes a lock (an advisory lock on PostgreSQL), so several
+ * processes starting at once on one database apply each migration exactly once.
+ */
+const migrations: Record<string, Migration> = {
+  '001_core': m001,
+};
+
+const provider: MigrationProvider = { getMigrations: async () => migrations };
+
+export async function migrateToLatest(db: Kysely<any>): Promise<void> {
+  const migrator = new Migrator({ db, provider, migrationTableName: 'tessera_migrations', migrationLockTableName: 'tessera_migrations_lock' });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) {
+    throw new Error(`Migration ${failed?.migrationName ?? ''} failed: ${String(error)}`, { cause: error });
+  }
+}

@@ -1,0 +1,75 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { migrateToLatest } from './migrations/index.ts';
+import type { Database } from './schema.ts';
+import { type Executor, type Statement, type Store, toSqlQuery } from './store.ts';
+
+// bigint columns hold epoch milliseconds and counts: well inside Number's exact range.
+const types = {
+  getTypeParser: (oid: number, format?: 'text' | 'binary') =>
+    oid === 20 ? (value: string) => Number.parseInt(value, 10) : pg.types.getTypeParser(oid, format as 'text'),
+};
+
+const RETRYABLE = new Set(['40001', '40P01']); // serialization failure, deadlock
+const MAX_ATTEMPTS = 3;
+
+function executorFor(client: pg.Pool | pg.PoolClient): Executor {
+  const query = async <R>(statement: Statement<R>) => {
+    const { sql, parameters, name } = toSqlQuery(statement);
+    return client.query({ text: sql, values: parameters as unknown[], name });
+  };
+  return {
+    all: async (statement) => (await query(statement)).rows,
+    first: async (statement) => (await query(statement)).rows[0],
+    run: async (statement) => (await query(statement)).rowCount ?? 0,
+  };
+}
+
+/** The scale-out store: several stateless server processes share one PostgreSQL database. */
+export class PostgresStore implements Store {
+  readonly dialect = 'postgres' as const;
+  readonly lockRows = true;
+  readonly db: Kysely<Database>;
+  readonly read: Executor;
+  private readonly pool: pg.Pool;
+
+  private constructor(connectionString: string, poolSize: number) {
+    this.pool = new pg.Pool({ connectionString, max: poolSize, types });
+    // An idle client that loses its connection must not crash the process.
+    this.pool.on('error', () => {});
+    this.db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: this.pool }) });
+    this.read = executorFor(this.pool);
+  }
+
+  static async open(connectionString: string, poolSize = 10): Promise<PostgresStore> {
+    const store = new PostgresStore(connectionString, poolSize);
+    await migrateToLatest(store.db);
+    return store;
+  }
+
+  async write<T>(work: (tx: Executor) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await work(executorFor(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        const code = (error as { code?: string }).code;
+        if (!(code && RETRYABLE.has(code) && attempt < MAX_ATTEMPTS)) throw error;
+      } finally {
+        client.release();
+      }
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.pool.query('select 1');
+  }
+
+  async close(): Promise<void> {
+    await this.db.destroy(); // ends the pool
+  }
+}

@@ -1,0 +1,81 @@
+import type { ColumnType, Selectable } from 'kysely';
+
+/**
+ * Table types shared by both stores. Timestamps are epoch milliseconds (bigint in PostgreSQL,
+ * integer in SQLite) so both stores compare and sort them the same way. Booleans are written as
+ * 0/1, which both stores accept, and read back through `bool()` (SQLite gives 0/1, PostgreSQL
+ * true/false).
+ */
+type Bool = ColumnType<boolean | number, number, number>;
+
+export interface AccountsTable {
+  id: string;
+  email: string;
+  password_hash: string;
+  plan: 'free' | 'plus';
+  created_at: number;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  user_id: string;
+  name: string;
+  key_hash: string;
+  key_prefix: string;
+  created_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
+export interface ProductsTable {
+  id: string;
+  user_id: string;
+  name: string;
+  description: string;
+  support_email: string | null;
+  portal_show: Bool;
+  portal_allow_device_reset: Bool;
+  has_image: Bool;
+  fallback_enabled: Bool;
+  purchase_note: string | null;
+  action_button_text: string | null;
+  action_button_url: string | null;
+  created_at: number;
+}
+
+export interface LicensesTable {
+  key: string;
+  user_id: string;
+  product_id: string;
+  type: 'perpetual' | 'timed';
+  expires_at: number | null;
+  revoked: Bool;
+  email: string | null;
+  /** Lower-cased e-mail, indexed: the portal matches addresses case-insensitively. */
+  email_normalized: string | null;
+  max_devices: number;
+  created_at: number;
+}
+
+export interface DevicesTable {
+  license_key: string;
+  identifier: string;
+  name: string;
+  activation_date: number;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  products: ProductsTable;
+  licenses: LicensesTable;
+  devices: DevicesTable;
+}
+
+export const bool = (value: boolean | number): boolean => value === true || value === 1;
+export const flag = (value: boolean): number => (value ? 1 : 0);
+
+export type ProductRow = Selectable<ProductsTable>;
+export type LicenseRow = Selectable<LicensesTable>;
+export type ApiKeyRow = Selectable<ApiKeysTable>;
+export type DeviceRow = Selectable<DevicesTable>;

@@ -1,0 +1,50 @@
+import type { Compilable, Kysely } from 'kysely';
+import type { Database } from './schema.ts';
+
+/** A statement ready to run: SQL with positional parameters in the store's dialect. */
+export interface SqlQuery {
+  readonly sql: string;
+  readonly parameters: readonly unknown[];
+  /** Set on hot-path statements: PostgreSQL prepares them once per connection under this name. */
+  readonly name?: string;
+}
+
+/** A bound hot-path statement that remembers its row type. */
+export interface BoundQuery<R> extends SqlQuery {
+  readonly __row?: R;
+}
+
+/** Anything Kysely can compile (a select, insert, update or delete builder), or a bound statement. */
+export type Statement<R> = Compilable<R> | BoundQuery<R>;
+
+/** Runs statements; inside `Store.write` every call belongs to one atomic unit of work. */
+export interface Executor {
+  all<R>(query: Statement<R>): Promise<R[]>;
+  first<R>(query: Statement<R>): Promise<R | undefined>;
+  /** Runs a write and returns the number of rows it changed. */
+  run(query: Statement<unknown>): Promise<number>;
+}
+
+/**
+ * The storage layer's one interface. `db` only builds SQL (and runs migrations); statements are
+ * executed through `read` or inside `write`, so both stores share every repository.
+ */
+export interface Store {
+  readonly dialect: 'sqlite' | 'postgres';
+  readonly db: Kysely<Database>;
+  readonly read: Executor;
+  /**
+   * Runs `work` atomically and durably. On SQLite concurrent units share one transaction and
+   * one fsync (group commit), each in its own savepoint; `work` must await nothing but its
+   * executor. On PostgreSQL each unit is its own transaction.
+   */
+  write<T>(work: (tx: Executor) => Promise<T>): Promise<T>;
+  /** Row locks for read-check-write units: `FOR UPDATE` on PostgreSQL; SQLite's writer is exclusive anyway. */
+  readonly lockRows: boolean;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function toSqlQuery(query: Statement<unknown>): SqlQuery {
+  return 'compile' in query ? query.compile() : query;
+}

@@ -1,0 +1,25 @@
+import { expect, it } from 'vitest';
+import { call, useTestApp } from './support/app.ts';
+import { forEachStore } from './support/stores.ts';
+
+forEachStore('health', (kind) => {
+  const ctx = useTestApp(kind);
+
+  it('answers liveness and readiness', async () => {
+    expect(await call(ctx, { method: 'GET', url: '/healthz' })).toMatchObject({ status: 200, body: { status: 'ok' } });
+    expect(await call(ctx, { method: 'GET', url: '/readyz' })).toMatchObject({ status: 200, body: { status: 'ok' } });
+  });
+
+  it('serves an OpenAPI 3.1 document generated from the routes', async () => {
+    const res = await call(ctx, { method: 'GET', url: '/api/v1/openapi.json' });
+    expect(res.status).toBe(200);
+    expect(res.body.openapi).toBe('3.1.0');
+    expect(Object.keys(res.body.paths)).toEqual(
+      expect.arrayContaining(['/api/v1/licenses', '/api/v1/public/licenses/activate', '/api/v1/products/{productId}']),
+    );
+  });
+
+  it('answers an unknown route with the JSON error model', async () => {
+    expect(await call(ctx, { method: 'GET', url: '/api/v1/nope' })).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
+  });
+});

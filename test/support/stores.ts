@@ -1,0 +1,67 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { describe } from 'vitest';
+import { openStore, type Store } from '../../src/storage/index.ts';
+
+export type StoreKind = 'sqlite' | 'postgres';
+
+const databaseUrl = process.env.DATABASE_URL;
+const inCi = process.env.CI === 'true';
+
+/** The stores a storage-touching suite runs on: SQLite always, PostgreSQL when DATABASE_URL is set. */
+export function storeKinds(): StoreKind[] {
+  if (databaseUrl) return ['sqlite', 'postgres'];
+  if (inCi) throw new Error('CI must set DATABASE_URL: the PostgreSQL store is not being tested');
+  if (!warned) {
+    warned = true;
+    console.warn('\n[tessera tests] DATABASE_URL is not set: PostgreSQL cases are SKIPPED (CI runs them).\n');
+  }
+  return ['sqlite'];
+}
+let warned = false;
+
+/** Runs `body` once per store, e.g. `describe.each`-style: forEachStore('licenses', (kind) => {...}). */
+export function forEachStore(name: string, body: (kind: StoreKind) => void): void {
+  for (const kind of storeKinds()) describe(`${name} [${kind}]`, () => body(kind));
+}
+
+export interface TestDatabase {
+  /** What DATABASE_URL / DATA_DIR a server process would be given. */
+  env: { DATABASE_URL?: string; DATA_DIR: string };
+  open(): Promise<Store>;
+  drop(): Promise<void>;
+}
+
+/** A fresh, empty database: a temp directory for SQLite, a new database for PostgreSQL. */
+export async function createTestDatabase(kind: StoreKind): Promise<TestDatabase> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tessera-test-'));
+  if (kind === 'sqlite') {
+    return {
+      env: { DATA_DIR: dataDir },
+      open: () => openStore({ dataDir }),
+      drop: async () => rmSync(dataDir, { recursive: true, force: true }),
+    };
+  }
+  if (!databaseUrl) throw new Error('DATABASE_URL is not set');
+  const name = `tessera_t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(databaseUrl);
+  url.pathname = `/${name}`;
+  return {
+    env: { DATABASE_URL: url.toString(), DATA_DIR: dataDir },
+    open: () => openStore({ databaseUrl: url.toString(), dataDir, poolSize: 10 }),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await client.end();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

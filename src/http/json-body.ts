@@ -10,6 +10,8 @@ export const JSON_BODY_LIMIT = 64 * 1024;
 export function registerJsonBody(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
+  // JSON is the only body type of the API (a route that takes another adds its own parser): 415 otherwise.
+  app.removeContentTypeParser('text/plain');
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: JSON_BODY_LIMIT }, (request, body, done) => {
     const text = body as string;
     if (text.trim() === '') return done(null, {});

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
-import { call, useTestApp } from './support/app.ts';
-import { forEachStore } from './support/stores.ts';
+import { call, useTestApp } from '../support/app.ts';
+import { forEachStore } from '../support/stores.ts';
 
 forEachStore('health', (kind) => {
   const ctx = useTestApp(kind);

@@ -59,11 +59,16 @@ function resolveExpiry(type: LicenseType, input: string | null | undefined, curr
 
 const cleanEmail = (email: string | null | undefined): string | null => (email ? email.trim() : null);
 
-export function cleanDevice(device: DeviceInput): DeviceInput {
+/** Issue paths name the fields as each API spells them. */
+type DeviceFieldPaths = { identifier: string; name: string };
+const SERVER_DEVICE_PATHS: DeviceFieldPaths = { identifier: 'device.identifier', name: 'device.name' };
+const PUBLIC_DEVICE_PATHS: DeviceFieldPaths = { identifier: 'deviceIdentifier', name: 'deviceName' };
+
+export function cleanDevice(device: DeviceInput, paths: DeviceFieldPaths): DeviceInput {
   const identifier = device.identifier.trim();
   const name = device.name.trim();
-  if (!identifier) throw invalidRequest('device.identifier', 'must not be blank');
-  if (!name) throw invalidRequest('device.name', 'must not be blank');
+  if (!identifier) throw invalidRequest(paths.identifier, 'must not be blank');
+  if (!name) throw invalidRequest(paths.name, 'must not be blank');
   return { identifier, name };
 }
 
@@ -162,17 +167,16 @@ export class LicenseService {
 
   /** Server API: the caller's license (404 otherwise), then the activation checks. */
   serverActivate(userId: string, key: string, productId: string, device: DeviceInput): Promise<Activation> {
-    return this.activate(key, [productId], device, userId);
+    return this.activate(key, [productId], cleanDevice(device, SERVER_DEVICE_PATHS), userId);
   }
 
   /** Public API: anyone holding the key; an unknown key is `invalid_license`. */
   publicActivate(key: string, productId: string | string[], device: DeviceInput): Promise<Activation> {
-    return this.activate(key, toProductIds(productId), device);
+    return this.activate(key, toProductIds(productId), cleanDevice(device, PUBLIC_DEVICE_PATHS));
   }
 
-  private activate(rawKey: string, productIds: string[], rawDevice: DeviceInput, userId?: string): Promise<Activation> {
+  private activate(rawKey: string, productIds: string[], device: DeviceInput, userId?: string): Promise<Activation> {
     const key = normalizeLicenseKey(rawKey);
-    const device = cleanDevice(rawDevice);
     return this.repo.atomically(async (tx) => {
       const now = this.clock();
       const state = await tx.lock(key);

@@ -1,0 +1,119 @@
+import { Writable } from 'node:stream';
+import { expect, it } from 'vitest';
+import { buildApp } from '../../src/app.ts';
+import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
+import { forEachStore } from '../support/stores.ts';
+
+forEachStore('wire format quirks of the SDKs in the field', (kind) => {
+  const ctx = useTestApp(kind);
+
+  it('accepts Content-Type: application/json with no body on GET, DELETE and body-less POSTs', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    const l = await createLicense(ctx, t, p.id);
+    const headers = { ...t.auth, 'license-key': l.key, 'content-type': 'application/json' };
+    for (const [method, url] of [
+      ['GET', '/api/v1/products'],
+      ['GET', `/api/v1/products/${p.id}`],
+      ['GET', '/api/v1/licenses'],
+      ['POST', '/api/v1/licenses/validate'],
+      ['POST', '/api/v1/licenses/devices/reset'],
+      ['POST', '/api/v1/licenses/devices/x/remove'],
+      ['DELETE', '/api/v1/licenses'],
+    ] as const) {
+      const res = await ctx.app.inject({ method, url, headers, payload: '' });
+      expect(res.statusCode, `${method} ${url}`).toBe(200);
+    }
+  });
+
+  it('accepts {} and no body at all on body-less POSTs', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    const l = await createLicense(ctx, t, p.id);
+    const headers = { ...t.auth, 'license-key': l.key };
+    expect((await ctx.app.inject({ method: 'POST', url: '/api/v1/licenses/devices/reset', headers })).statusCode).toBe(200);
+    expect((await call(ctx, { method: 'POST', url: '/api/v1/licenses/validate', headers, json: {} })).status).toBe(200);
+  });
+
+  it('answers JSON with charset utf-8', async () => {
+    const t = await createTenant(ctx);
+    const res = await call(ctx, { method: 'GET', url: '/api/v1/products', headers: t.auth });
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    const err = await call(ctx, { method: 'GET', url: '/api/v1/products' });
+    expect(err.headers['content-type']).toBe('application/json; charset=utf-8');
+  });
+
+  it('rejects prototype pollution attempts in JSON bodies', async () => {
+    const res = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/v1/public/licenses/validate',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"licenseKey":"K","deviceIdentifier":"d","productId":"p","__proto__":{"polluted":true}}',
+    });
+    expect(res.statusCode).toBe(400);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
+
+forEachStore('rate limits', (kind) => {
+  const ctx = useTestApp(kind, { env: { RATE_LIMIT: 'on', RATE_LIMIT_PUBLIC_PER_MINUTE: '3', RATE_LIMIT_SERVER_PER_MINUTE: '4' } });
+
+  it('limits public endpoints per client with 429, rate_limited and Retry-After', async () => {
+    const json = { licenseKey: 'ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ', deviceIdentifier: 'd', productId: 'p' };
+    const statuses = [];
+    let last;
+    for (let i = 0; i < 4; i++) {
+      last = await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/validate', json });
+      statuses.push(last.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    expect(last!.body.error.code).toBe('rate_limited');
+    expect(Number(last!.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
+  it('limits the server API per account, not per address', async () => {
+    const a = await createTenant(ctx);
+    const b = await createTenant(ctx);
+    const statuses = [];
+    for (let i = 0; i < 5; i++) statuses.push((await call(ctx, { method: 'GET', url: '/api/v1/products', headers: a.auth })).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 429]);
+    expect((await call(ctx, { method: 'GET', url: '/api/v1/products', headers: b.auth })).status).toBe(200);
+  });
+});
+
+forEachStore('errors and logs reveal nothing internal', (kind) => {
+  const ctx = useTestApp(kind);
+
+  it('answers an unexpected failure with internal_error, no stack and no SQL', async () => {
+    const services = { ...ctx.services, licenses: Object.create(ctx.services.licenses) };
+    services.licenses.publicValidate = async () => {
+      throw new Error('SQLITE_ERROR near "SELECT password_hash FROM accounts"');
+    };
+    const app = await buildApp({ config: ctx.config, services, logger: false });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/public/licenses/validate',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ licenseKey: 'K', deviceIdentifier: 'd', productId: 'p' }),
+    });
+    await app.close();
+    expect(res.statusCode).toBe(500);
+    expect(JSON.parse(res.body)).toEqual({ error: { code: 'internal_error', message: 'Internal server error.' } });
+  });
+
+  it('request logs never contain API keys or license keys', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    const l = await createLicense(ctx, t, p.id);
+    const lines: string[] = [];
+    const stream = new Writable({ write: (chunk, _enc, cb) => void (lines.push(chunk.toString()), cb()) });
+    const app = await buildApp({ config: { ...ctx.config, logLevel: 'trace' }, services: ctx.services, logStream: stream });
+    await app.inject({ method: 'GET', url: '/api/v1/licenses', headers: { ...t.auth, 'license-key': l.key } });
+    await app.inject({ method: 'POST', url: '/api/v1/licenses', headers: { ...t.auth, 'content-type': 'application/json' }, payload: '{"bad":' });
+    await app.close();
+    const log = lines.join('');
+    expect(log).toContain('request completed');
+    expect(log).not.toContain(t.apiKey);
+    expect(log).not.toContain(l.key);
+  });
+});

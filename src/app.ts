@@ -7,24 +7,24 @@ import { requireApiKey } from './http/auth.ts';
 import { registerErrorHandling } from './http/errors.ts';
 import { JSON_BODY_LIMIT, registerJsonBody } from './http/json-body.ts';
 import { healthRoutes } from './modules/health/routes.ts';
+import { licenseTokenRoutes, publicLicenseTokenRoutes } from './modules/license-tokens/routes.ts';
 import { LicenseBody } from './modules/licenses/schemas.ts';
 import { licenseRoutes } from './modules/licenses/routes.ts';
 import { ProductBody } from './modules/products/schemas.ts';
 import { productRoutes } from './modules/products/routes.ts';
-import { publicRoutes, type TokenIssuer } from './modules/public/routes.ts';
+import { publicRoutes } from './modules/public/routes.ts';
 import type { Services } from './services.ts';
 
 export interface AppOptions {
   config: Config;
   services: Services;
-  tokens?: TokenIssuer;
   /** false silences logs (tests); otherwise structured JSON logs at config.logLevel. */
   logger?: boolean;
 }
 
 const MINUTE = 60_000;
 
-export async function buildApp({ config, services, tokens, logger = true }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, services, logger = true }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: logger && {
       level: config.logLevel,
@@ -63,11 +63,9 @@ export async function buildApp({ config, services, tokens, logger = true }: AppO
 
   await app.register(
     async (api) => {
-      await api.register(publicRoutes, {
-        licenses: services.licenses,
-        tokens,
-        rateLimit: limits.enabled && { max: limits.publicPerMinute, timeWindow: MINUTE },
-      });
+      const publicLimit = limits.enabled && { max: limits.publicPerMinute, timeWindow: MINUTE };
+      await api.register(publicRoutes, { licenses: services.licenses, tokens: services.licenseTokens, rateLimit: publicLimit });
+      await api.register(publicLicenseTokenRoutes, { tokens: services.licenseTokens, rateLimit: publicLimit });
       await api.register(async (server) => {
         requireApiKey(server, services.apiKeys);
         if (limits.enabled) {
@@ -76,6 +74,7 @@ export async function buildApp({ config, services, tokens, logger = true }: AppO
         }
         await server.register(productRoutes, { products: services.products });
         await server.register(licenseRoutes, { licenses: services.licenses });
+        await server.register(licenseTokenRoutes, { tokens: services.licenseTokens });
       });
     },
     { prefix: '/api/v1' },

@@ -69,7 +69,7 @@ async function main(): Promise<number> {
   const config = loadConfig();
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
   try {
-    const result = await command(createServices(store), values);
+    const result = await command(createServices(store, config.secretKey), values);
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return 0;
   } catch (error) {

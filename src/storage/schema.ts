@@ -64,12 +64,27 @@ export interface DevicesTable {
   activation_date: number;
 }
 
+/** Per-product license-token settings and key pair; `version` goes up on every change (caches compare it). */
+export interface LicenseTokenConfigsTable {
+  product_id: string;
+  enabled: Bool;
+  validity_seconds: number;
+  expose_public_key: Bool;
+  key_id: string | null;
+  public_key_pem: string | null;
+  /** The PKCS#8 private key, sealed with SecretBox (never stored in clear). */
+  private_key_sealed: string | null;
+  version: number;
+  updated_at: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   products: ProductsTable;
   licenses: LicensesTable;
   devices: DevicesTable;
+  license_token_configs: LicenseTokenConfigsTable;
 }
 
 export const bool = (value: boolean | number): boolean => value === true || value === 1;

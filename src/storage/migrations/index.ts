@@ -1,5 +1,6 @@
 import { type Kysely, type Migration, type MigrationProvider, Migrator } from 'kysely';
 import * as m001 from './001_core.ts';
+import * as m002LicenseTokens from './002_license_tokens.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -8,6 +9,7 @@ import * as m001 from './001_core.ts';
  */
 const migrations: Record<string, Migration> = {
   '001_core': m001,
+  '002_license_tokens': m002LicenseTokens,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,0 +1,94 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { errorResponses } from '../../http/schema-helpers.ts';
+import { ProductParams } from '../products/schemas.ts';
+import { KeyPairBody, PublicKeyResult, TokenConfigBody, TokenRequestBody, TokenResult, UpdateTokenConfigBody } from './schemas.ts';
+import type { LicenseTokenService } from './service.ts';
+
+const tags = ['License tokens'];
+const security = [{ apiKey: [] }];
+const configReply = { 200: TokenConfigBody, ...errorResponses(400, 401, 403, 404) };
+
+/** Server API: a product's token settings and key pair (another account's product is a 404). */
+export const licenseTokenRoutes: FastifyPluginAsyncTypebox<{ tokens: LicenseTokenService }> = async (app, { tokens }) => {
+  app.get(
+    '/products/:productId/license-token',
+    { schema: { tags, security, summary: "Get a product's license-token settings", params: ProductParams, response: configReply } },
+    async (req) => tokens.getConfig(req.userId, req.params.productId),
+  );
+
+  app.put(
+    '/products/:productId/license-token',
+    {
+      schema: {
+        tags,
+        security,
+        summary: "Change a product's license-token settings",
+        description: 'Enabling the first time generates a P-256 key pair.',
+        params: ProductParams,
+        body: UpdateTokenConfigBody,
+        response: configReply,
+      },
+    },
+    async (req) => tokens.updateConfig(req.userId, req.params.productId, req.body),
+  );
+
+  app.post(
+    '/products/:productId/license-token/key-pair',
+    {
+      schema: {
+        tags,
+        security,
+        summary: 'Replace the key pair: new, copied from another product, or imported',
+        description: 'Tokens signed with the previous key no longer verify against the new public key.',
+        params: ProductParams,
+        body: KeyPairBody,
+        response: configReply,
+      },
+    },
+    async (req) => tokens.replaceKeyPair(req.userId, req.params.productId, req.body),
+  );
+};
+
+export interface PublicTokenRoutesOptions {
+  tokens: LicenseTokenService;
+  /** Per-client limit for each public route, or false when limits are off. */
+  rateLimit: false | { max: number; timeWindow: number };
+}
+
+/** Public API: token refresh and the verification key, rate-limited like the other public routes. */
+export const publicLicenseTokenRoutes: FastifyPluginAsyncTypebox<PublicTokenRoutesOptions> = async (app, { tokens, rateLimit }) => {
+  const config = (rateLimit ? { rateLimit } : {}) as { rateLimit: { max: number; timeWindow: number } };
+  const publicTags = ['Public'];
+
+  app.post(
+    '/public/licenses/token',
+    {
+      config,
+      schema: {
+        tags: publicTags,
+        summary: 'Get a fresh license token for an activated device',
+        body: TokenRequestBody,
+        response: { 200: TokenResult, ...errorResponses(400, 413, 415, 429) },
+      },
+    },
+    async (req) => {
+      const { licenseKey, productId, deviceIdentifier } = req.body;
+      return { isValid: true, token: await tokens.refresh(licenseKey, productId, deviceIdentifier) };
+    },
+  );
+
+  app.get(
+    '/public/products/:productId/license-token/public-key',
+    {
+      config,
+      schema: {
+        tags: publicTags,
+        summary: "A product's token verification key",
+        description: '404 when the product is unknown, its tokens are off or its key is not exposed.',
+        params: ProductParams,
+        response: { 200: PublicKeyResult, ...errorResponses(404, 429) },
+      },
+    },
+    async (req) => ({ jwk: await tokens.publicKey(req.params.productId) }),
+  );
+};

@@ -1,0 +1,79 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+/** A server under test: a child process pinned to one core, with its memory read from /proc. */
+export interface Child {
+  pid: number;
+  baseUrl: string;
+  /** Resident memory now and at its peak, in MiB (VmRSS, VmHWM). */
+  memory(): { rssMiB: number; hwmMiB: number };
+  stop(): Promise<void>;
+}
+
+export interface ChildOptions {
+  script: string;
+  port: number;
+  env: Record<string, string>;
+  /** Core the child runs on (`taskset -c`); undefined runs it unpinned. */
+  core?: number;
+  /** Extra node flags, e.g. --cpu-prof. */
+  nodeFlags?: string[];
+  /** Path answering 200 once the child serves. */
+  readyPath: string;
+}
+
+function statusField(pid: number, field: string): number {
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) / 1024 : Number.NaN;
+}
+
+async function waitReady(url: string, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}:\n${output()}`);
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`server did not get ready at ${url}:\n${output()}`);
+}
+
+export async function startChild(o: ChildOptions): Promise<Child> {
+  const node = [...(o.nodeFlags ?? []), '--import', 'tsx', o.script];
+  // taskset execs node in place, so the child's pid is the server's pid.
+  const [cmd, args] = o.core === undefined ? [process.execPath, node] : ['taskset', ['-c', String(o.core), process.execPath, ...node]];
+  const child = spawn(cmd, args, {
+    env: { ...process.env, ...o.env, PORT: String(o.port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  const keep = (chunk: Buffer) => {
+    log = (log + chunk.toString()).slice(-8000);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const baseUrl = `http://127.0.0.1:${o.port}`;
+  try {
+    await waitReady(baseUrl + o.readyPath, child, () => log);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  const pid = child.pid!;
+  return {
+    pid,
+    baseUrl,
+    memory: () => ({ rssMiB: statusField(pid, 'VmRSS'), hwmMiB: statusField(pid, 'VmHWM') }),
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+      if (child.exitCode !== 0 && child.signalCode === null && log.trim()) process.stderr.write(`server ${pid} exited ${child.exitCode}:\n${log}\n`);
+    },
+  };
+}

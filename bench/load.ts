@@ -1,0 +1,56 @@
+import autocannon from 'autocannon';
+import type { Child } from './child.ts';
+
+export interface LoadOptions {
+  connections: number;
+  /** Seconds of measured load, after `warmup` seconds of unmeasured load (JIT, caches). */
+  duration: number;
+  warmup: number;
+}
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  /** Answers that were not 2xx, plus socket errors and timeouts. */
+  failed: number;
+  /** Highest VmRSS sampled during the measured load, MiB. */
+  rssMiB: number;
+}
+
+function cannon(baseUrl: string, request: autocannon.Request, connections: number, duration: number): Promise<autocannon.Result> {
+  return autocannon({ url: baseUrl, connections, duration, requests: [request] });
+}
+
+/** One warm-up then one measured autocannon run, sampling the server's memory meanwhile. */
+export async function measure(child: Child, request: autocannon.Request, o: LoadOptions): Promise<LoadResult> {
+  if (o.warmup > 0) await cannon(child.baseUrl, request, o.connections, o.warmup);
+  let rssMiB = child.memory().rssMiB;
+  const sampler = setInterval(() => {
+    rssMiB = Math.max(rssMiB, child.memory().rssMiB);
+  }, 250);
+  try {
+    const r = await cannon(child.baseUrl, request, o.connections, o.duration);
+    return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, failed: r.non2xx + r.errors + r.timeouts, rssMiB };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+/** Sends the request the builder makes once, for a scenario's sanity check. */
+export async function sample(baseUrl: string, request: autocannon.Request): Promise<{ status: number; body: unknown }> {
+  const built = request.setupRequest && typeof request.setupRequest === 'function' ? request.setupRequest({ ...request }, {}) : request;
+  const res = await fetch(baseUrl + (built.path ?? '/'), {
+    method: built.method ?? 'GET',
+    headers: built.headers as Record<string, string> | undefined,
+    body: built.body as string | undefined,
+  });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // keep the text
+  }
+  return { status: res.status, body };
+}

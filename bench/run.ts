@@ -1,0 +1,265 @@
+/**
+ * `npm run bench`: the service under load, beside a bare Fastify endpoint, in one run.
+ *
+ * For each store (SQLite in a temporary DATA_DIR, PostgreSQL in a fresh database that is dropped
+ * afterwards) and each license count: seed (bench/seed.ts), start `src/main.ts` as a child pinned
+ * to core 0, run every scenario with autocannon from this process pinned to core 1 (it re-executes
+ * itself under `taskset -c 1`), stop the child. The bare endpoint (bench/bare-server.ts) runs the
+ * same way before and after the stores; ratios are to the mean of its two runs. Prints a markdown
+ * table and the targets of issue 2.
+ *
+ * Adding a scenario: append to `scenarios` in bench/scenarios.ts an object with a `name`, a
+ * `request(ctx)` returning an autocannon request (vary it per request in `setupRequest`), a
+ * `check(status, body)` for one sample answer, and optionally `prepare(ctx)` to set up data
+ * beyond the seed (ctx has the base URL, the API key, the product id and the license keys, each
+ * license i with the active device `deviceOf(i)`). `--scenarios` selects by name.
+ *
+ *   npm run bench -- --quick
+ *   npm run bench -- --stores sqlite --sqlite-licenses 10000,100000,1000000 --duration 15
+ *   npm run bench -- --stores postgres --pg-licenses 100000 --cpu-prof /tmp/prof
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { startChild } from './child.ts';
+import { type LoadOptions, type LoadResult, measure, sample } from './load.ts';
+import { type Scenario, type StoreKind, scenarios } from './scenarios.ts';
+import { seed } from './seed.ts';
+
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    duration: { type: 'string' },
+    warmup: { type: 'string' },
+    connections: { type: 'string', default: '50' },
+    stores: { type: 'string', default: 'sqlite,postgres' },
+    'sqlite-licenses': { type: 'string' },
+    'pg-licenses': { type: 'string' },
+    scenarios: { type: 'string' },
+    'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
+    'cpu-prof': { type: 'string' },
+    'no-pin': { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
+  },
+});
+
+if (flags.help) {
+  console.log(`npm run bench -- [options]
+  --quick                 3 s runs, 1 s warm-up, 10,000 licenses (development)
+  --duration <s>          measured seconds per scenario (default 10)
+  --warmup <s>            unmeasured seconds before each (default 3)
+  --connections <n>       concurrent connections (default 50)
+  --stores <list>         sqlite,postgres (default both)
+  --sqlite-licenses <list> license counts on SQLite (default 10000,100000,1000000)
+  --pg-licenses <list>    license counts on PostgreSQL (default 100000)
+  --scenarios <list>      scenario names, comma-separated (default all)
+  --database-url <url>    PostgreSQL server to create the bench database on (default BENCH_DATABASE_URL or postgres://postgres@127.0.0.1:5432/postgres)
+  --cpu-prof <dir>        write V8 CPU profiles of each server child into <dir>
+  --no-pin                do not pin the server and the load generator to separate cores`);
+  process.exit(0);
+}
+
+const SERVER_CORE = 0;
+const LOAD_CORE = 1;
+const pin = !flags['no-pin'];
+
+// The load generator runs on its own core: re-execute under taskset once.
+if (pin && !process.env.BENCH_PINNED) {
+  const res = spawnSync('taskset', ['-c', String(LOAD_CORE), process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+    env: { ...process.env, BENCH_PINNED: '1' },
+  });
+  process.exit(res.status ?? 1);
+}
+
+const counts = (list: string | undefined, fallback: number[]): number[] =>
+  list ? list.split(',').map((s) => Number(s.replace(/_/g, ''))) : fallback;
+
+const quick = flags.quick;
+const load: LoadOptions = {
+  connections: Number(flags.connections),
+  duration: Number(flags.duration ?? (quick ? 3 : 10)),
+  warmup: Number(flags.warmup ?? (quick ? 1 : 3)),
+};
+const stores = flags.stores.split(',') as StoreKind[];
+const licenseCounts: Record<StoreKind, number[]> = {
+  sqlite: counts(flags['sqlite-licenses'], quick ? [10_000] : [10_000, 100_000, 1_000_000]),
+  postgres: counts(flags['pg-licenses'], quick ? [10_000] : [100_000]),
+};
+const selected: Scenario[] = flags.scenarios
+  ? flags.scenarios.split(',').map((name) => {
+      const found = scenarios.find((s) => s.name === name.trim());
+      if (!found) throw new Error(`Unknown scenario "${name}"; known: ${scenarios.map((s) => s.name).join(', ')}`);
+      return found;
+    })
+  : scenarios;
+
+for (const s of stores) if (s !== 'sqlite' && s !== 'postgres') throw new Error(`Unknown store "${s}"`);
+for (const n of Object.values(licenseCounts).flat()) if (!Number.isInteger(n) || n < 1) throw new Error(`Bad license count ${n}`);
+
+const ENV = {
+  RATE_LIMIT: 'off',
+  LOG_LEVEL: 'warn',
+  SECRET_KEY: '7e'.repeat(32),
+};
+let nextPort = 3900 + (process.pid % 50) * 10;
+let profileSerial = 0;
+const nodeFlags = (label: string): string[] =>
+  flags['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${flags['cpu-prof']}`, `--cpu-prof-name=${label}-${profileSerial++}.cpuprofile`] : [];
+const say = (message: string) => process.stderr.write(`${message}\n`);
+
+interface Row extends LoadResult {
+  store: StoreKind | 'bare';
+  licenses: number | null;
+  scenario: string;
+}
+const rows: Row[] = [];
+const peaks: { label: string; hwmMiB: number }[] = [];
+
+async function runBare(): Promise<LoadResult> {
+  const child = await startChild({ script: 'bench/bare-server.ts', port: nextPort++, env: ENV, core: pin ? SERVER_CORE : undefined, readyPath: '/bare', nodeFlags: nodeFlags('bare') });
+  try {
+    return await measure(child, { method: 'GET', path: '/bare' }, load);
+  } finally {
+    await child.stop();
+  }
+}
+
+/** A temporary home for one store: a data directory, or a database on the PostgreSQL server. */
+async function withTarget<T>(store: StoreKind, use: (target: { dataDir: string; databaseUrl?: string }) => Promise<T>): Promise<T> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tessera-bench-'));
+  try {
+    if (store === 'sqlite') return await use({ dataDir });
+    const admin = new pg.Client({ connectionString: flags['database-url'] });
+    await admin.connect();
+    const name = `tessera_bench_${process.pid}_${Date.now()}`;
+    try {
+      await admin.query(`CREATE DATABASE ${name}`);
+      const url = new URL(flags['database-url']);
+      url.pathname = `/${name}`;
+      return await use({ dataDir, databaseUrl: url.toString() });
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function analyze(databaseUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  await client.query('ANALYZE');
+  await client.end();
+}
+
+async function runStore(store: StoreKind, count: number): Promise<void> {
+  await withTarget(store, async (target) => {
+    const started = Date.now();
+    const fixture = await seed(target, count);
+    if (target.databaseUrl) await analyze(target.databaseUrl);
+    say(`  seeded ${count.toLocaleString('en-US')} licenses in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    const env: Record<string, string> = { ...ENV, DATA_DIR: target.dataDir };
+    if (target.databaseUrl) env.DATABASE_URL = target.databaseUrl;
+    const child = await startChild({ script: 'src/main.ts', port: nextPort++, env, core: pin ? SERVER_CORE : undefined, readyPath: '/readyz', nodeFlags: nodeFlags(`${store}-${count}`) });
+    try {
+      for (const scenario of selected) {
+        const ctx = { store, baseUrl: child.baseUrl, fixture };
+        await scenario.prepare?.(ctx);
+        const request = scenario.request(ctx);
+        const probe = await sample(child.baseUrl, request);
+        const problem = scenario.check(probe.status, probe.body);
+        if (problem) throw new Error(`${scenario.name} on ${store}: ${problem}`);
+        const result = await measure(child, request, load);
+        rows.push({ store, licenses: count, scenario: scenario.name, ...result });
+        say(`  ${scenario.name}: ${Math.round(result.rps)} req/s, p99 ${result.p99} ms`);
+      }
+      peaks.push({ label: `${store}, ${count.toLocaleString('en-US')} licenses`, hwmMiB: child.memory().hwmMiB });
+    } finally {
+      await child.stop();
+    }
+  });
+}
+
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+function report(bare: number): string {
+  const lines = [
+    '| Store | Licenses | Scenario | req/s | p50 ms | p99 ms | × bare | failed | peak RSS MiB |',
+    '|---|---:|---|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const r of rows) {
+    const ratio = r.store === 'bare' ? '1.00' : (r.rps / bare).toFixed(2);
+    lines.push(
+      `| ${r.store} | ${r.licenses === null ? '' : fmt(r.licenses)} | ${r.scenario} | ${fmt(r.rps)} | ${r.p50} | ${r.p99} | ${ratio} | ${r.failed} | ${fmt(r.rssMiB)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+function targets(bare: number): string[] {
+  const find = (store: StoreKind, scenario: string, licenses?: number) =>
+    rows.find((r) => r.store === store && r.scenario === scenario && (licenses === undefined || r.licenses === licenses));
+  const out: string[] = [];
+  const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met');
+  const validate = find('sqlite', 'public validate', 100_000);
+  if (validate) {
+    out.push(`- Public validate, SQLite, 100,000 licenses: ${(validate.rps / bare).toFixed(2)}x bare (target 0.5x), p99 ${validate.p99} ms (target < 15): ${verdict(validate.rps / bare >= 0.5 && validate.p99 < 15)}`);
+  }
+  const activate = find('sqlite', 'public activate', 100_000) ?? find('sqlite', 'public activate');
+  if (activate) out.push(`- Public activate, SQLite (synchronous=FULL): ${(activate.rps / bare).toFixed(2)}x bare (target 0.15x): ${verdict(activate.rps / bare >= 0.15)}`);
+  const small = find('sqlite', 'public validate', 10_000);
+  const large = find('sqlite', 'public validate', 1_000_000);
+  if (small && large) {
+    const drift = (large.rps - small.rps) / small.rps;
+    out.push(`- Public validate, SQLite, 1,000,000 vs 10,000 licenses: ${(drift * 100).toFixed(1)}% (target within 10%): ${verdict(Math.abs(drift) <= 0.1)}`);
+  }
+  for (const store of ['postgres'] as const) {
+    for (const name of ['public validate', 'public activate']) {
+      const r = find(store, name);
+      if (r) out.push(`- ${name}, PostgreSQL, ${fmt(r.licenses ?? 0)} licenses: ${(r.rps / bare).toFixed(2)}x bare, p99 ${r.p99} ms (reported beside SQLite)`);
+    }
+  }
+  if (peaks.length > 0) {
+    const worst = Math.max(...peaks.map((p) => p.hwmMiB));
+    out.push(`- Server peak resident memory (VmHWM) under load: ${fmt(worst)} MiB (target < 200): ${verdict(worst < 200)}`);
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  say(`bench: ${load.connections} connections, ${load.duration} s measured after ${load.warmup} s warm-up, server on core ${SERVER_CORE}, load on core ${LOAD_CORE}${pin ? '' : ' (unpinned)'}`);
+  say('bare Fastify endpoint');
+  const bareBefore = await runBare();
+  say(`  ${Math.round(bareBefore.rps)} req/s`);
+  for (const store of stores) {
+    for (const count of licenseCounts[store]) {
+      say(`${store}, ${count.toLocaleString('en-US')} licenses`);
+      await runStore(store, count);
+    }
+  }
+  say('bare Fastify endpoint (again, to see drift)');
+  const bareAfter = await runBare();
+  say(`  ${Math.round(bareAfter.rps)} req/s`);
+  const bare = (bareBefore.rps + bareAfter.rps) / 2;
+  rows.unshift(
+    { store: 'bare', licenses: null, scenario: 'fixed JSON (before)', ...bareBefore },
+    { store: 'bare', licenses: null, scenario: 'fixed JSON (after)', ...bareAfter },
+  );
+
+  console.log(`\nRatios are to the mean of the two bare runs: ${fmt(bare)} req/s.\n`);
+  console.log(report(bare));
+  console.log('\nServer peak resident memory (VmHWM):');
+  for (const p of peaks) console.log(`- ${p.label}: ${fmt(p.hwmMiB)} MiB`);
+  console.log('\nTargets (issue 2):');
+  for (const line of targets(bare)) console.log(line);
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

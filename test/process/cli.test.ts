@@ -1,0 +1,49 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createTestDatabase, forEachStore, type TestDatabase } from '../support/stores.ts';
+import { runCli } from '../support/server-process.ts';
+
+forEachStore('operator CLI', (kind) => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+  });
+  afterAll(() => db.drop());
+
+  it('creates an account and API keys, lists and revokes them, each as one JSON object', async () => {
+    const account = await runCli(db.env, ['account', 'create', '--email', 'Owner@Example.com', '--password', 'long enough password', '--plan', 'plus']);
+    expect(account.code).toBe(0);
+    expect(account.json).toEqual({ userId: expect.stringMatching(/^[0-9a-f-]{36}$/), email: 'owner@example.com', plan: 'plus' });
+
+    const key = await runCli(db.env, ['api-key', 'create', '--email', 'owner@example.com', '--name', 'ci']);
+    expect(key.json).toEqual({ id: expect.stringMatching(/^key_/), apiKey: expect.stringMatching(/^sk_[A-Za-z0-9]{40}$/) });
+
+    const list = await runCli(db.env, ['api-key', 'list', '--email', 'owner@example.com']);
+    expect(list.json.data).toEqual([
+      { id: key.json.id, name: 'ci', prefix: key.json.apiKey.slice(0, 7), createdAt: expect.any(String), lastUsedAt: null, revokedAt: null },
+    ]);
+    expect(JSON.stringify(list.json)).not.toContain(key.json.apiKey);
+
+    const revoked = await runCli(db.env, ['api-key', 'revoke', '--email', 'owner@example.com', '--id', key.json.id]);
+    expect(revoked.json).toEqual({ id: key.json.id, revoked: true });
+    const after = await runCli(db.env, ['api-key', 'list', '--email', 'owner@example.com']);
+    expect(after.json.data[0].revokedAt).not.toBeNull();
+
+    const plan = await runCli(db.env, ['account', 'set-plan', '--email', 'owner@example.com', '--plan', 'free']);
+    expect(plan.json.plan).toBe('free');
+  }, 60_000);
+
+  it('fails with a JSON error and exit 1 on bad input, and usage with exit 2', async () => {
+    const dup = await runCli(db.env, ['account', 'create', '--email', 'dup@example.com', '--password', 'long enough password']);
+    expect(dup.code).toBe(0);
+    const again = await runCli(db.env, ['account', 'create', '--email', 'DUP@example.com', '--password', 'long enough password']);
+    expect(again.code).toBe(1);
+    expect(JSON.parse(again.stderr).error.code).toBe('invalid_request');
+    const short = await runCli(db.env, ['account', 'create', '--email', 'x@example.com', '--password', 'short']);
+    expect(short.code).toBe(1);
+    const noAccount = await runCli(db.env, ['api-key', 'create', '--email', 'nobody@example.com']);
+    expect(JSON.parse(noAccount.stderr).error.code).toBe('not_found');
+    const usage = await runCli(db.env, ['frobnicate']);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('Usage');
+  }, 60_000);
+});

@@ -7,6 +7,10 @@ import { requireApiKey } from './http/auth.ts';
 import { registerErrorHandling } from './http/errors.ts';
 import { JSON_BODY_LIMIT, registerJsonBody } from './http/json-body.ts';
 import { healthRoutes } from './modules/health/routes.ts';
+import { type MailOptions, registerMailWorker } from './modules/mail/plugin.ts';
+import { Csrf } from './modules/portal/csrf.ts';
+import { portalApiRoutes, portalRoutes } from './modules/portal/routes.ts';
+import { productImageRoutes, publicProductImageRoutes } from './modules/product-images/routes.ts';
 import { licenseTokenRoutes, publicLicenseTokenRoutes } from './modules/license-tokens/routes.ts';
 import { LicenseBody } from './modules/licenses/schemas.ts';
 import { licenseRoutes } from './modules/licenses/routes.ts';
@@ -20,11 +24,13 @@ export interface AppOptions {
   services: Services;
   /** false silences logs (tests); otherwise structured JSON logs at config.logLevel. */
   logger?: boolean;
+  /** E-mail transport and outbox-worker overrides (tests). */
+  mail?: MailOptions;
 }
 
 const MINUTE = 60_000;
 
-export async function buildApp({ config, services, logger = true }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, services, logger = true, mail }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: logger && {
       level: config.logLevel,
@@ -59,6 +65,19 @@ export async function buildApp({ config, services, logger = true }: AppOptions):
   });
 
   await app.register(healthRoutes, { store: services.store });
+  registerMailWorker(app, services.outbox, config, mail);
+  await app.register(portalRoutes, {
+    portal: services.portal,
+    csrf: new Csrf(config.secretKey),
+    // Secure cookies need https; a plain-http BASE_URL (local use) gets them without the flag.
+    secureCookies: config.baseUrl.startsWith('https://'),
+    limits: {
+      enabled: limits.enabled,
+      perClientPerMinute: limits.publicPerMinute,
+      linksPerClientPerHour: limits.portalLinksPerClientPerHour,
+      linksPerAddressPerHour: limits.portalLinksPerAddressPerHour,
+    },
+  });
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(
@@ -66,6 +85,7 @@ export async function buildApp({ config, services, logger = true }: AppOptions):
       const publicLimit = limits.enabled && { max: limits.publicPerMinute, timeWindow: MINUTE };
       await api.register(publicRoutes, { licenses: services.licenses, tokens: services.licenseTokens, rateLimit: publicLimit });
       await api.register(publicLicenseTokenRoutes, { tokens: services.licenseTokens, rateLimit: publicLimit });
+      await api.register(publicProductImageRoutes, { images: services.productImages, rateLimit: publicLimit });
       await api.register(async (server) => {
         requireApiKey(server, services.apiKeys);
         if (limits.enabled) {
@@ -75,6 +95,8 @@ export async function buildApp({ config, services, logger = true }: AppOptions):
         await server.register(productRoutes, { products: services.products });
         await server.register(licenseRoutes, { licenses: services.licenses });
         await server.register(licenseTokenRoutes, { tokens: services.licenseTokens });
+        await server.register(productImageRoutes, { images: services.productImages });
+        await server.register(portalApiRoutes, { portal: services.portal });
       });
     },
     { prefix: '/api/v1' },

@@ -8,6 +8,10 @@ export interface RateLimitConfig {
   publicPerMinute: number;
   /** Requests per minute per account on the server API. */
   serverPerMinute: number;
+  /** Portal access-link requests per hour per e-mail address (counted in the database). */
+  portalLinksPerAddressPerHour: number;
+  /** Portal access-link requests per hour per client address. */
+  portalLinksPerClientPerHour: number;
 }
 
 export interface Config {
@@ -77,6 +81,8 @@ export function loadConfig(env: Env = process.env): Config {
       enabled: !rateLimitOff,
       publicPerMinute: int(env, 'RATE_LIMIT_PUBLIC_PER_MINUTE', 600),
       serverPerMinute: int(env, 'RATE_LIMIT_SERVER_PER_MINUTE', 6000),
+      portalLinksPerAddressPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_PER_ADDRESS_PER_HOUR', 5),
+      portalLinksPerClientPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_PER_CLIENT_PER_HOUR', 20),
     },
   };
 }

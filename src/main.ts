@@ -8,7 +8,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
   let log: { error: (o: object, m: string) => void } = console;
-  const services = createServices(store, config.secretKey, (err) => log.error({ err }, 'background write failed'));
+  const services = createServices(store, config.secretKey, (err) => log.error({ err }, 'background write failed'), config);
   const app = await buildApp({ config, services });
   log = app.log;
 

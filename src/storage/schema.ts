@@ -41,6 +41,9 @@ export interface ProductsTable {
   action_button_text: string | null;
   action_button_url: string | null;
   created_at: number;
+  /** Portal device resets allowed per license within the window (migration 003). */
+  portal_device_reset_limit: ColumnType<number, number | undefined, number>;
+  portal_device_reset_window_days: ColumnType<number, number | undefined, number>;
 }
 
 export interface LicensesTable {
@@ -78,12 +81,63 @@ export interface LicenseTokenConfigsTable {
   updated_at: number;
 }
 
+export interface MailOutboxTable {
+  id: string;
+  kind: string;
+  to_address: string;
+  subject: string;
+  text_body: string;
+  html_body: string;
+  status: 'pending' | 'sent' | 'failed';
+  attempts: number;
+  next_attempt_at: number;
+  /** The worker holding the message, until `claimed_until` (a lease: a crashed worker's claim expires). */
+  claimed_by: string | null;
+  claimed_until: number | null;
+  last_error: string | null;
+  created_at: number;
+  sent_at: number | null;
+}
+
+/** Portal access links and sessions; only the SHA-256 of a token is stored. */
+export interface PortalTokensTable {
+  token_hash: string;
+  kind: 'link' | 'session';
+  email_normalized: string;
+  user_id: string | null;
+  expires_at: number;
+  created_at: number;
+}
+
+export interface PortalLinkRequestsTable {
+  email_normalized: string;
+  requested_at: number;
+}
+
+export interface PortalDeviceResetsTable {
+  license_key: string;
+  reset_at: number;
+}
+
+export interface ProductImagesTable {
+  product_id: string;
+  content_type: string;
+  data: Buffer;
+  etag: string;
+  updated_at: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   products: ProductsTable;
   licenses: LicensesTable;
   devices: DevicesTable;
+  mail_outbox: MailOutboxTable;
+  portal_tokens: PortalTokensTable;
+  portal_link_requests: PortalLinkRequestsTable;
+  portal_device_resets: PortalDeviceResetsTable;
+  product_images: ProductImagesTable;
   license_token_configs: LicenseTokenConfigsTable;
 }
 

@@ -23,6 +23,8 @@ forEachStore('products API', (kind) => {
       purchaseNote: null,
       actionButtonText: null,
       actionButtonUrl: null,
+      portalDeviceResetLimit: 3,
+      portalDeviceResetWindowDays: 30,
     });
   });
 

@@ -34,7 +34,7 @@ export function useTestApp(kind: StoreKind, extra: { env?: Record<string, string
     ctx.database = await createTestDatabase(kind);
     ctx.config = loadConfig({ RATE_LIMIT: 'off', ...ctx.database.env, ...extra.env });
     ctx.store = await ctx.database.open();
-    ctx.services = createServices(ctx.store, ctx.config.secretKey);
+    ctx.services = createServices(ctx.store, ctx.config.secretKey, undefined, ctx.config);
     ctx.app = await buildApp({ config: ctx.config, services: ctx.services, logger: false, ...extra.app });
     await ctx.app.ready();
   });

@@ -3,7 +3,7 @@ import type { Executor, Store } from '../../storage/index.ts';
 import type { Updateable } from 'kysely';
 import { bool, type DeviceRow, flag, type LicenseRow, type LicensesTable } from '../../storage/schema.ts';
 import { normalizeEmail } from '../../core/email.ts';
-import type { Device, License, LicenseRecord, LicenseRepository, LicenseUnit, ValidationRow } from './types.ts';
+import type { Device, License, LicenseRecord, LicenseRepository, LicenseUnit, UnitStep, ValidationRow } from './types.ts';
 
 const toRecord = (r: LicenseRow): LicenseRecord => ({
   key: r.key,
@@ -138,9 +138,9 @@ export class SqlLicenseRepository implements LicenseRepository {
     this.q = statements(store);
   }
 
-  async insert(l: LicenseRecord): Promise<void> {
-    await this.store.write((tx) =>
-      tx.run(
+  async insert(l: LicenseRecord, alsoInUnit?: UnitStep): Promise<void> {
+    await this.store.write(async (tx) => {
+      await tx.run(
         this.store.db.insertInto('licenses').values({
           key: l.key,
           user_id: l.userId,
@@ -153,8 +153,9 @@ export class SqlLicenseRepository implements LicenseRepository {
           max_devices: l.maxDevices,
           created_at: l.createdAt,
         }),
-      ),
-    );
+      );
+      await alsoInUnit?.(tx);
+    });
   }
 
   get(key: string): Promise<License | undefined> {

@@ -49,6 +49,24 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
   );
 
   app.post(
+    '/licenses/send-email',
+    {
+      schema: {
+        tags,
+        security,
+        summary: 'Send the purchase e-mail again',
+        description: "Queues the purchase e-mail to the license's e-mail address; 400 when it has none.",
+        headers: LicenseKeyHeader,
+        response: { 200: EmptyResponse, ...errorResponses(400, 401, 403, 404) },
+      },
+    },
+    async (req, reply) => {
+      await licenses.sendPurchaseEmail(req.userId, req.headers['license-key']);
+      return reply.send();
+    },
+  );
+
+  app.post(
     '/licenses/activate',
     { schema: { tags, security, summary: 'Activate a device on a license', headers: LicenseKeyHeader, body: ServerActivateBody, response: licenseReply } },
     async (req) => licenseView((await licenses.serverActivate(req.userId, req.headers['license-key'], req.body.productId, req.body.device)).license),

@@ -54,6 +54,7 @@ export const CreateLicenseBody = Type.Object(
     expiresAt: Type.Optional(ExpiresAtInput),
     maxDevices: MaxDevices,
     email: Type.Optional(Nullable(Email)),
+    sendEmail: Type.Optional(Type.Boolean({ description: 'Queue the purchase e-mail to `email` (required then).' })),
   },
   { additionalProperties: false },
 );

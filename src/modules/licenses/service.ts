@@ -5,7 +5,7 @@ import { type LicenseStatus, licenseStatus, statusIsValid } from '../../core/lic
 import { parseTimestamp } from '../../core/time.ts';
 import type { ProductService } from '../products/service.ts';
 import { evaluate, type Failure, failureError } from './checks.ts';
-import type { Device, License, LicensePage, LicenseRecord, LicenseRepository, LicenseType, LicenseUnit } from './types.ts';
+import type { Device, License, LicensePage, LicenseRecord, LicenseRepository, LicenseType, LicenseUnit, UnitStep } from './types.ts';
 
 export interface CreateLicenseInput {
   productId: string;
@@ -13,6 +13,14 @@ export interface CreateLicenseInput {
   expiresAt?: string | null;
   maxDevices: number;
   email?: string | null;
+  /** Queue the purchase e-mail to `email`, committed together with the license. */
+  sendEmail?: boolean;
+}
+
+/** The purchase e-mail (the mail module's PurchaseMailer): rendered first, queued in a unit of work. */
+export interface PurchaseMail {
+  prepare(license: LicenseRecord): Promise<UnitStep>;
+  resend(license: LicenseRecord): Promise<void>;
 }
 
 export interface UpdateLicenseInput {
@@ -102,6 +110,7 @@ export class LicenseService {
   constructor(
     private readonly repo: LicenseRepository,
     private readonly products: ProductService,
+    private readonly purchaseMail: PurchaseMail,
     private readonly clock: () => number = Date.now,
   ) {}
 
@@ -118,8 +127,14 @@ export class LicenseService {
       maxDevices: input.maxDevices,
       createdAt: this.clock(),
     };
-    await this.repo.insert(license);
+    const queueMail = input.sendEmail ? await this.purchaseMail.prepare(license) : undefined;
+    await this.repo.insert(license, queueMail);
     return { ...license, activeDevices: [] };
+  }
+
+  /** Queues the purchase e-mail again (400 when the license has no e-mail address). */
+  async sendPurchaseEmail(userId: string, key: string): Promise<void> {
+    await this.purchaseMail.resend(await this.get(userId, key));
   }
 
   async get(userId: string, key: string): Promise<License> {

@@ -1,3 +1,5 @@
+import type { Executor } from '../../storage/index.ts';
+
 export type LicenseType = 'perpetual' | 'timed';
 
 export interface Device {
@@ -36,8 +38,11 @@ export interface LicensePage {
 }
 
 /** Primitive operations; `atomically` gives the same operations inside one atomic unit. */
+/** Extra work that must commit with a change (e.g. queuing its e-mail in the outbox). */
+export type UnitStep = (tx: Executor) => Promise<void>;
+
 export interface LicenseRepository {
-  insert(license: LicenseRecord): Promise<void>;
+  insert(license: LicenseRecord, alsoInUnit?: UnitStep): Promise<void>;
   get(key: string): Promise<License | undefined>;
   findForValidation(key: string, deviceIdentifier: string): Promise<ValidationRow | undefined>;
   listByProduct(productId: string, options: { email?: string; limit: number; after?: { createdAt: number; key: string } }): Promise<License[]>;

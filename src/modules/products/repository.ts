@@ -17,6 +17,8 @@ export const toProduct = (r: ProductRow): Product => ({
   purchaseNote: r.purchase_note,
   actionButtonText: r.action_button_text,
   actionButtonUrl: r.action_button_url,
+  portalDeviceResetLimit: r.portal_device_reset_limit,
+  portalDeviceResetWindowDays: r.portal_device_reset_window_days,
 });
 
 /** Maps the writable fields that are present to their columns. */
@@ -31,6 +33,8 @@ function columns(f: Partial<ProductFields>) {
   if (f.purchaseNote !== undefined) set.purchase_note = f.purchaseNote;
   if (f.actionButtonText !== undefined) set.action_button_text = f.actionButtonText;
   if (f.actionButtonUrl !== undefined) set.action_button_url = f.actionButtonUrl;
+  if (f.portalDeviceResetLimit !== undefined) set.portal_device_reset_limit = f.portalDeviceResetLimit;
+  if (f.portalDeviceResetWindowDays !== undefined) set.portal_device_reset_window_days = f.portalDeviceResetWindowDays;
   return set;
 }
 

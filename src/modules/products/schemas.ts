@@ -20,6 +20,8 @@ export const ProductBody = Type.Object(
     purchaseNote: Nullable(Type.String()),
     actionButtonText: Nullable(Type.String()),
     actionButtonUrl: Nullable(Type.String()),
+    portalDeviceResetLimit: Type.Integer(),
+    portalDeviceResetWindowDays: Type.Integer(),
   },
   { $id: 'Product' },
 );
@@ -34,6 +36,8 @@ const writable = {
   purchaseNote: Nullable(Type.String({ maxLength: LONG_TEXT })),
   actionButtonText: Nullable(Type.String({ minLength: 1, maxLength: 100 })),
   actionButtonUrl: Nullable(Type.String({ maxLength: 2000, description: 'http(s) URL; may hold {key}.' })),
+  portalDeviceResetLimit: Type.Integer({ minimum: 1, maximum: 1000, description: 'Portal device resets per license within the window (default 3).' }),
+  portalDeviceResetWindowDays: Type.Integer({ minimum: 1, maximum: 365, description: 'Length of that window in days (default 30).' }),
 };
 
 export const CreateProductBody = Type.Object(
@@ -47,6 +51,8 @@ export const CreateProductBody = Type.Object(
     purchaseNote: Type.Optional(writable.purchaseNote),
     actionButtonText: Type.Optional(writable.actionButtonText),
     actionButtonUrl: Type.Optional(writable.actionButtonUrl),
+    portalDeviceResetLimit: Type.Optional(writable.portalDeviceResetLimit),
+    portalDeviceResetWindowDays: Type.Optional(writable.portalDeviceResetWindowDays),
   },
   { additionalProperties: false },
 );
@@ -69,4 +75,6 @@ export const productView = (p: Product) => ({
   purchaseNote: p.purchaseNote,
   actionButtonText: p.actionButtonText,
   actionButtonUrl: p.actionButtonUrl,
+  portalDeviceResetLimit: p.portalDeviceResetLimit,
+  portalDeviceResetWindowDays: p.portalDeviceResetWindowDays,
 });

@@ -16,6 +16,9 @@ export interface Product {
   purchaseNote: string | null;
   actionButtonText: string | null;
   actionButtonUrl: string | null;
+  /** Portal device resets allowed per license within the window (operator API resets are not counted). */
+  portalDeviceResetLimit: number;
+  portalDeviceResetWindowDays: number;
 }
 
 /** Fields an operator writes; everything else is set by the service. */
@@ -30,6 +33,8 @@ export type ProductFields = Pick<
   | 'purchaseNote'
   | 'actionButtonText'
   | 'actionButtonUrl'
+  | 'portalDeviceResetLimit'
+  | 'portalDeviceResetWindowDays'
 >;
 
 export interface ProductRepository {
@@ -50,6 +55,8 @@ const DEFAULTS: Omit<ProductFields, 'name'> = {
   purchaseNote: null,
   actionButtonText: null,
   actionButtonUrl: null,
+  portalDeviceResetLimit: 3,
+  portalDeviceResetWindowDays: 30,
 };
 
 function checkFields(fields: Partial<ProductFields>): Partial<ProductFields> {

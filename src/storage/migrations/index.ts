@@ -1,6 +1,7 @@
 import { type Kysely, type Migration, type MigrationProvider, Migrator } from 'kysely';
 import * as m001 from './001_core.ts';
 import * as m002LicenseTokens from './002_license_tokens.ts';
+import * as m003PortalMail from './003_portal_mail.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -10,6 +11,7 @@ import * as m002LicenseTokens from './002_license_tokens.ts';
 const migrations: Record<string, Migration> = {
   '001_core': m001,
   '002_license_tokens': m002LicenseTokens,
+  '003_portal_mail': m003PortalMail,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

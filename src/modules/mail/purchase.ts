@@ -1,0 +1,73 @@
+import { renderActionUrl } from '../../core/action-url.ts';
+import { invalidRequest, notFound } from '../../core/errors.ts';
+import type { Executor } from '../../storage/index.ts';
+import type { AccountService } from '../accounts/service.ts';
+import type { ProductService } from '../products/service.ts';
+import type { Outbox } from './outbox.ts';
+import { purchaseMail } from './templates.ts';
+
+/** What the purchase e-mail needs of a license (a LicenseRecord fits). */
+export interface PurchasedLicense {
+  key: string;
+  userId: string;
+  productId: string;
+  type: 'perpetual' | 'timed';
+  expiresAt: number | null;
+  maxDevices: number;
+  email: string | null;
+}
+
+/** Puts the rendered message into the caller's unit of work. */
+export type QueueStep = (tx: Executor) => Promise<void>;
+
+/**
+ * The purchase e-mail: license key, product details and customization (support e-mail or the
+ * owner's account e-mail, purchase note, action button, image on the plus plan). Rendering reads
+ * the product and account first; queuing is a step the caller runs in its own unit of work, so
+ * the e-mail exists exactly when the license does.
+ */
+export class PurchaseMailer {
+  constructor(
+    private readonly outbox: Outbox,
+    private readonly products: ProductService,
+    private readonly accounts: AccountService,
+    private readonly baseUrl: string,
+  ) {}
+
+  async prepare(license: PurchasedLicense): Promise<QueueStep> {
+    if (!license.email) throw invalidRequest('email', 'the license has no e-mail address to send to');
+    const to = license.email;
+    const product = await this.products.get(license.userId, license.productId);
+    const owner = await this.accounts.findById(license.userId);
+    if (!owner) throw notFound('Account');
+    const action =
+      product.actionButtonText && product.actionButtonUrl
+        ? { text: product.actionButtonText, url: renderActionUrl(product.actionButtonUrl, license.key) }
+        : null;
+    const rendered = purchaseMail({
+      licenseKey: license.key,
+      productName: product.name,
+      productDescription: product.description,
+      type: license.type,
+      expiresAt: license.expiresAt,
+      maxDevices: license.maxDevices,
+      supportEmail: product.supportEmail ?? owner.email,
+      purchaseNote: product.purchaseNote,
+      action,
+      // The image is a plus-plan feature: it shows only while the owner is on that plan.
+      imageUrl: product.hasImage && owner.plan === 'plus' ? productImageUrl(this.baseUrl, product.id) : null,
+      portalUrl: `${this.baseUrl}/portal/request?email=${encodeURIComponent(to)}`,
+    });
+    return async (tx) => void (await this.outbox.enqueue(tx, { kind: 'purchase', to, ...rendered }));
+  }
+
+  /** Queues the purchase e-mail again for an existing license (its own unit of work). */
+  async resend(license: PurchasedLicense): Promise<void> {
+    const step = await this.prepare(license);
+    await this.outbox.sendStep(step);
+  }
+}
+
+/** The stable public address of a product's image (used in e-mails; cached by clients). */
+export const productImageUrl = (baseUrl: string, productId: string): string =>
+  `${baseUrl}/api/v1/public/products/${encodeURIComponent(productId)}/image`;

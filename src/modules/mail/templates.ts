@@ -1,0 +1,114 @@
+import { html, type SafeHtml } from '../../http/html.ts';
+import { devicesLabel, formatDate, licenseTypeLabel } from './format.ts';
+import type { RenderedMail } from './types.ts';
+
+export interface PurchaseMailData {
+  licenseKey: string;
+  productName: string;
+  productDescription: string;
+  type: 'perpetual' | 'timed';
+  expiresAt: number | null;
+  maxDevices: number;
+  supportEmail: string;
+  purchaseNote: string | null;
+  action: { text: string; url: string } | null;
+  imageUrl: string | null;
+  portalUrl: string;
+}
+
+export interface PortalLinkMailData {
+  url: string;
+  validForHours: number;
+}
+
+// E-mail clients ignore <style> blocks unevenly: every style is inline, the layout is a table.
+const FONT = "font-family:-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif";
+const BUTTON = `display:inline-block;background:#1d4ed8;color:#ffffff;text-decoration:none;font-weight:600;padding:12px 22px;border-radius:6px;${FONT}`;
+
+function layout(title: string, preheader: string, body: SafeHtml): string {
+  return html`<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${title}</title></head>
+<body style="margin:0;padding:0;background:#f3f4f6;">
+<div style="display:none;max-height:0;overflow:hidden;">${preheader}</div>
+<table role="presentation" width="100%" cellpadding="0" cellspacing="0" style="background:#f3f4f6;padding:24px 12px;">
+<tr><td align="center">
+<table role="presentation" width="100%" cellpadding="0" cellspacing="0" style="max-width:560px;background:#ffffff;border-radius:10px;border:1px solid #e5e7eb;">
+<tr><td style="padding:28px 28px 8px 28px;color:#111827;font-size:16px;line-height:1.55;${FONT}">
+${body}
+</td></tr>
+</table>
+</td></tr>
+</table>
+</body>
+</html>`.value;
+}
+
+const button = (text: string, url: string) =>
+  html`<p style="margin:24px 0;"><a href="${url}" style="${BUTTON}">${text}</a></p>`;
+
+export function purchaseMail(d: PurchaseMailData): RenderedMail {
+  const expiry = d.type === 'timed' && d.expiresAt !== null ? formatDate(d.expiresAt) : null;
+  const row = (label: string, value: string) =>
+    html`<tr><td style="padding:6px 12px 6px 0;color:#4b5563;white-space:nowrap;vertical-align:top;">${label}</td><td style="padding:6px 0;color:#111827;">${value}</td></tr>`;
+  const body = html`
+${d.imageUrl && html`<p style="margin:0 0 20px 0;text-align:center;"><img src="${d.imageUrl}" alt="${d.productName}" width="504" style="max-width:100%;height:auto;border:0;border-radius:6px;"></p>`}
+<h1 style="margin:0 0 8px 0;font-size:22px;line-height:1.3;">Your license for ${d.productName}</h1>
+<p style="margin:0 0 20px 0;color:#374151;">Thank you for your purchase. Here is your license key:</p>
+<p style="margin:0 0 20px 0;padding:14px 16px;background:#f3f4f6;border-radius:6px;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:18px;letter-spacing:1px;text-align:center;color:#111827;word-break:break-all;">${d.licenseKey}</p>
+<table role="presentation" cellpadding="0" cellspacing="0" style="font-size:15px;margin:0 0 16px 0;">
+${row('Product', d.productName)}
+${row('License', licenseTypeLabel(d.type))}
+${expiry && row('Valid until', expiry)}
+${row('Devices', devicesLabel(d.maxDevices))}
+</table>
+${d.productDescription && html`<p style="margin:0 0 16px 0;color:#374151;white-space:pre-line;">${d.productDescription}</p>`}
+${d.purchaseNote && html`<div style="margin:0 0 16px 0;padding:12px 16px;border-left:4px solid #1d4ed8;background:#eff6ff;color:#1f2937;white-space:pre-line;">${d.purchaseNote}</div>`}
+${d.action && button(d.action.text, d.action.url)}
+<p style="margin:20px 0 0 0;font-size:14px;color:#4b5563;">Manage your licenses and devices in the <a href="${d.portalUrl}" style="color:#1d4ed8;">license portal</a>.</p>
+<p style="margin:8px 0 24px 0;font-size:14px;color:#4b5563;">Questions? Write to <a href="mailto:${d.supportEmail}" style="color:#1d4ed8;">${d.supportEmail}</a>.</p>`;
+
+  const text = [
+    `Your license for ${d.productName}`,
+    '',
+    'Thank you for your purchase. Here is your license key:',
+    '',
+    `    ${d.licenseKey}`,
+    '',
+    `Product: ${d.productName}`,
+    `License: ${licenseTypeLabel(d.type)}`,
+    ...(expiry ? [`Valid until: ${expiry}`] : []),
+    `Devices: ${devicesLabel(d.maxDevices)}`,
+    ...(d.productDescription ? ['', d.productDescription] : []),
+    ...(d.purchaseNote ? ['', d.purchaseNote] : []),
+    ...(d.action ? ['', `${d.action.text}: ${d.action.url}`] : []),
+    '',
+    `Manage your licenses and devices: ${d.portalUrl}`,
+    `Questions? Write to ${d.supportEmail}.`,
+    '',
+  ].join('\n');
+
+  return { subject: `Your license key for ${d.productName}`, text, html: layout(`Your license for ${d.productName}`, `Your license key: ${d.licenseKey}`, body) };
+}
+
+export function portalLinkMail(d: PortalLinkMailData): RenderedMail {
+  const body = html`
+<h1 style="margin:0 0 12px 0;font-size:22px;line-height:1.3;">Your license portal link</h1>
+<p style="margin:0 0 8px 0;color:#374151;">Open the portal to see your license keys, their devices and how to get help.</p>
+${button('Open the license portal', d.url)}
+<p style="margin:0 0 8px 0;font-size:14px;color:#4b5563;">The link works for ${d.validForHours} hours. If the button does not work, copy this address into your browser:</p>
+<p style="margin:0 0 16px 0;font-size:13px;color:#4b5563;word-break:break-all;">${d.url}</p>
+<p style="margin:0 0 24px 0;font-size:14px;color:#4b5563;">If you did not ask for this link, you can ignore this e-mail: nothing happens without it.</p>`;
+  const text = [
+    'Your license portal link',
+    '',
+    'Open the portal to see your license keys, their devices and how to get help:',
+    '',
+    d.url,
+    '',
+    `The link works for ${d.validForHours} hours.`,
+    'If you did not ask for this link, you can ignore this e-mail: nothing happens without it.',
+    '',
+  ].join('\n');
+  return { subject: 'Your license portal link', text, html: layout('Your license portal link', 'Open your license portal', body) };
+}

@@ -1,0 +1,69 @@
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import nodemailer from 'nodemailer';
+import type { MailTransport, QueuedMail } from './types.ts';
+
+export interface TransportSettings {
+  smtpUrl?: string;
+  mailFrom: string;
+  dataDir: string;
+}
+
+interface Log {
+  info(obj: object, msg: string): void;
+}
+
+/** The domain of MAIL_FROM names our Message-IDs (`Tessera <no-reply@example.com>` → example.com). */
+function senderDomain(mailFrom: string): string {
+  return /@([^>\s]+)>?\s*$/.exec(mailFrom)?.[1] ?? 'localhost';
+}
+
+// Bounded waits: a hung SMTP server must not hold a claim past its lease.
+const SMTP_TIMEOUTS = { connectionTimeout: 30_000, greetingTimeout: 30_000, socketTimeout: 60_000 };
+
+/**
+ * SMTP through nodemailer when SMTP_URL is set; otherwise every message becomes an .eml file in
+ * DATA_DIR/outbox (written under a temporary name, then renamed, so a reader never sees half a
+ * file). The Message-ID is derived from the outbox id, so a retried message carries the same
+ * one and receivers can drop a duplicate.
+ */
+export function createMailTransport(settings: TransportSettings, log: Log): MailTransport {
+  const domain = senderDomain(settings.mailFrom);
+  const envelope = (mail: QueuedMail) => ({
+    from: settings.mailFrom,
+    to: mail.to,
+    subject: mail.subject,
+    text: mail.text,
+    html: mail.html,
+    messageId: `<${mail.id}@${domain}>`,
+    date: new Date(mail.createdAt),
+  });
+
+  if (settings.smtpUrl) {
+    const smtp = nodemailer.createTransport({ url: settings.smtpUrl, pool: true, maxConnections: 2, ...SMTP_TIMEOUTS });
+    const server = new URL(settings.smtpUrl);
+    return {
+      description: `smtp ${server.hostname}:${server.port || 'default'}`,
+      async send(mail) {
+        await smtp.sendMail(envelope(mail));
+      },
+      close: () => smtp.close(),
+    };
+  }
+
+  const dir = join(settings.dataDir, 'outbox');
+  const files = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  return {
+    description: `files in ${dir}`,
+    async send(mail) {
+      const info = await files.sendMail(envelope(mail));
+      mkdirSync(dir, { recursive: true });
+      const name = `${new Date(mail.createdAt).toISOString().replace(/[:.]/g, '-')}-${mail.id}.eml`;
+      const temporary = join(dir, `.${name}.tmp`);
+      writeFileSync(temporary, info.message as Buffer, { mode: 0o600 });
+      renameSync(temporary, join(dir, name));
+      log.info({ to: mail.to, kind: mail.kind, file: name }, 'e-mail written to the outbox directory (SMTP_URL is not set)');
+    },
+    close: () => files.close(),
+  };
+}

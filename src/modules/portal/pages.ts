@@ -1,0 +1,136 @@
+import { html, type SafeHtml } from '../../http/html.ts';
+import { devicesLabel, formatDate, licenseTypeLabel } from '../mail/format.ts';
+import type { PortalLicense } from './service.ts';
+
+export interface Notice {
+  tone: 'ok' | 'warn' | 'bad';
+  text: string;
+}
+
+const STATUS_LABEL: Record<PortalLicense['status'], string> = {
+  active: 'Active',
+  expired: 'Expired',
+  revoked: 'Revoked',
+  fallbacked: 'Expired (limited access)',
+};
+
+function layout(title: string, content: SafeHtml, options: { narrow?: boolean; who?: SafeHtml } = {}): string {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<title>${title} · License portal</title>
+<link rel="stylesheet" href="/portal/assets/portal.css">
+<script src="/portal/assets/portal.js" defer></script>
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header class="topbar"><div class="topbar-inner"><a class="brand" href="/portal">License portal</a>${options.who}</div></header>
+<main id="main" class="${options.narrow ? 'narrow' : ''}">
+${content}
+</main>
+<footer>Links sent by e-mail work for 2 hours. Keep your license keys private.</footer>
+</body>
+</html>`.value;
+}
+
+const notice = (n: Notice | undefined) =>
+  n && html`<div class="notice ${n.tone}" role="${n.tone === 'ok' ? 'status' : 'alert'}">${n.text}</div>`;
+
+export function requestPage(d: { email: string; csrf: string; notice?: Notice; error?: string }): string {
+  return layout(
+    'Get a link',
+    html`<h1>Manage your licenses</h1>
+<p class="lead">Enter the e-mail address you used for your purchase. We will send you a link to your license portal.</p>
+${notice(d.notice)}
+<form class="panel stack" method="post" action="/portal/request" novalidate>
+<input type="hidden" name="csrf" value="${d.csrf}">
+<label for="email">E-mail address</label>
+<input id="email" name="email" type="email" autocomplete="email" required maxlength="254" value="${d.email}"${d.error ? html` aria-invalid="true" aria-describedby="email-error"` : ''}>
+${d.error ? html`<p id="email-error" class="hint error-text">${d.error}</p>` : html`<p class="hint">The link works for 2 hours.</p>`}
+<button type="submit">Send me a link</button>
+</form>`,
+    { narrow: true },
+  );
+}
+
+export function messagePage(d: { title: string; text: string; action?: { text: string; href: string } }): string {
+  return layout(
+    d.title,
+    html`<div class="panel">
+<h1>${d.title}</h1>
+<p class="lead">${d.text}</p>
+${d.action && html`<a class="button" href="${d.action.href}">${d.action.text}</a>`}
+</div>`,
+    { narrow: true },
+  );
+}
+
+export const invalidLinkPage = () =>
+  messagePage({
+    title: 'This link has expired',
+    text: 'The link is no longer valid or was not recognized. Links from our e-mails work for 2 hours; ask for a new one and we will send it right away.',
+    action: { text: 'Get a new link', href: '/portal/request' },
+  });
+
+function resetControls(l: PortalLicense, csrf: string): SafeHtml {
+  if (!l.reset.allowed) {
+    return html`<p class="hint">Device resets are not available in the portal for this product. Contact support to move your license to another device.</p>`;
+  }
+  const { remaining, nextAt, limit, windowDays } = l.reset;
+  const allowance = html`<p class="hint">${limit} ${limit === 1 ? 'reset' : 'resets'} per ${windowDays} days.</p>`;
+  if (nextAt !== null) {
+    return html`<div class="reset"><p class="hint">You have used all device resets for now. Next reset possible on <strong>${formatDate(nextAt)}</strong>.</p></div>`;
+  }
+  if (l.devices.length === 0) return html`<div class="reset">${allowance}</div>`;
+  return html`<form class="reset" method="post" action="/portal/licenses/reset">
+<input type="hidden" name="csrf" value="${csrf}">
+<input type="hidden" name="key" value="${l.key}">
+<button type="submit" class="secondary" aria-describedby="reset-help-${l.key}">Reset devices</button>
+<p class="hint" id="reset-help-${l.key}">Signs out every device so you can activate the license again. ${remaining} of ${limit} resets left in ${windowDays} days.</p>
+</form>`;
+}
+
+function licenseCard(l: PortalLicense, csrf: string): SafeHtml {
+  const id = `license-${l.key}`;
+  return html`<article class="card" id="${id}" aria-labelledby="${id}-title">
+<div class="card-head"><h2 id="${id}-title">${l.productName}</h2><span class="badge ${l.status}">${STATUS_LABEL[l.status]}</span></div>
+<div class="key"><code aria-label="License key">${l.key}</code><button type="button" class="secondary" data-copy="${l.key}" hidden>Copy key</button></div>
+<dl class="facts">
+<div><dt>License</dt><dd>${licenseTypeLabel(l.type)}</dd></div>
+<div><dt>${l.type === 'timed' ? 'Valid until' : 'Expires'}</dt><dd>${l.expiresAt === null ? 'Never' : formatDate(l.expiresAt)}</dd></div>
+<div><dt>Devices</dt><dd>${l.devices.length} in use · ${devicesLabel(l.maxDevices).toLowerCase()}</dd></div>
+</dl>
+<h3>Devices</h3>
+${
+  l.devices.length === 0
+    ? html`<p class="hint">No device is using this license yet.</p>`
+    : html`<ul class="devices">${l.devices.map(
+        (d) => html`<li><span><strong>${d.name}</strong><br><span class="device-id">${d.identifier}</span></span><span class="device-date">Activated ${formatDate(d.activationDate)}</span></li>`,
+      )}</ul>`
+}
+${resetControls(l, csrf)}
+${l.purchaseNote && html`<p class="note">${l.purchaseNote}</p>`}
+<div class="card-foot">
+<p class="support">Need help? <a href="mailto:${l.supportEmail}">${l.supportEmail}</a></p>
+${l.action && html`<a class="button" href="${l.action.url}" rel="noopener noreferrer">${l.action.text}</a>`}
+</div>
+</article>`;
+}
+
+export function portalPage(d: { email: string; licenses: PortalLicense[]; csrf: string; notice?: Notice; expiresAt: number }): string {
+  const who = html`<span class="who">Signed in as <strong>${d.email}</strong></span>
+<form method="post" action="/portal/logout"><input type="hidden" name="csrf" value="${d.csrf}"><button type="submit" class="link">Sign out</button></form>`;
+  const count = d.licenses.length;
+  return layout(
+    'Your licenses',
+    html`<h1>Your licenses</h1>
+<p class="lead">${count === 0 ? 'No licenses' : count === 1 ? 'One license' : `${count} licenses`} linked to ${d.email}. This page stays open until ${formatDate(d.expiresAt)}.</p>
+${notice(d.notice)}
+<p id="copy-status" class="hint" role="status" aria-live="polite"></p>
+${count === 0 ? html`<div class="panel empty"><p>There are no licenses to show for this address.</p><p class="hint">If you bought with another address, <a href="/portal/request">ask for a link for that one</a>.</p></div>` : d.licenses.map((l) => licenseCard(l, d.csrf))}`,
+    { who },
+  );
+}

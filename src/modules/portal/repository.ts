@@ -1,0 +1,160 @@
+import type { Store } from '../../storage/index.ts';
+import { bool } from '../../storage/schema.ts';
+import type { LinkRequest, PortalLicenseRow, PortalRepository, PortalScope, ResetAttempt, TokenRecord } from './service.ts';
+
+const DAY = 24 * 60 * 60_000;
+
+export class SqlPortalRepository implements PortalRepository {
+  constructor(private readonly store: Store) {}
+
+  private get db() {
+    return this.store.db;
+  }
+
+  /** Licenses of `scope` on products shown in the portal (the filter every portal query shares). */
+  private visible(scope: PortalScope) {
+    return this.db
+      .selectFrom('licenses as l')
+      .innerJoin('products as p', 'p.id', 'l.product_id')
+      .where('l.email_normalized', '=', scope.email)
+      .where('p.portal_show', '=', 1)
+      .$if(scope.userId !== null, (q) => q.where('l.user_id', '=', scope.userId!));
+  }
+
+  requestLink(request: LinkRequest): Promise<{ limitedUntil: number } | { queued: boolean }> {
+    const { email, now, windowMs, maxPerWindow } = request;
+    return this.store.write(async (tx) => {
+      const since = now - windowMs;
+      const recent = await tx.all(
+        this.db
+          .selectFrom('portal_link_requests')
+          .select('requested_at')
+          .where('email_normalized', '=', email)
+          .where('requested_at', '>', since)
+          .orderBy('requested_at')
+          .$if(this.store.lockRows, (q) => q.forUpdate()),
+      );
+      if (recent.length >= maxPerWindow) return { limitedUntil: recent[0]!.requested_at + windowMs };
+      await tx.run(this.db.deleteFrom('portal_link_requests').where('email_normalized', '=', email).where('requested_at', '<=', since));
+      await tx.run(this.db.insertInto('portal_link_requests').values({ email_normalized: email, requested_at: now }));
+      // Housekeeping on a path that is already rate limited: expired tokens go.
+      await tx.run(this.db.deleteFrom('portal_tokens').where('expires_at', '<', now - DAY));
+      const any = await tx.first(this.visible({ email, userId: null }).select('l.key').limit(1));
+      if (!any) return { queued: false };
+      await tx.run(this.db.insertInto('portal_tokens').values(toRow(request.link)));
+      await request.queueMail(tx);
+      return { queued: true };
+    });
+  }
+
+  async insertToken(token: TokenRecord): Promise<void> {
+    await this.store.write((tx) => tx.run(this.db.insertInto('portal_tokens').values(toRow(token))));
+  }
+
+  async findToken(tokenHash: string, kind: TokenRecord['kind'], now: number): Promise<TokenRecord | undefined> {
+    const row = await this.store.read.first(
+      this.db.selectFrom('portal_tokens').selectAll().where('token_hash', '=', tokenHash).where('kind', '=', kind).where('expires_at', '>', now),
+    );
+    return row && { tokenHash: row.token_hash, kind: row.kind, email: row.email_normalized, userId: row.user_id, expiresAt: row.expires_at, createdAt: row.created_at };
+  }
+
+  async deleteToken(tokenHash: string): Promise<void> {
+    await this.store.write((tx) => tx.run(this.db.deleteFrom('portal_tokens').where('token_hash', '=', tokenHash)));
+  }
+
+  async listLicenses(scope: PortalScope, now: number): Promise<PortalLicenseRow[]> {
+    const rows = await this.store.read.all(
+      this.visible(scope)
+        .innerJoin('accounts as a', 'a.id', 'l.user_id')
+        .select([
+          'l.key',
+          'l.type',
+          'l.expires_at',
+          'l.revoked',
+          'l.max_devices',
+          'l.created_at',
+          'p.name as product_name',
+          'p.fallback_enabled',
+          'p.portal_allow_device_reset',
+          'p.portal_device_reset_limit',
+          'p.portal_device_reset_window_days',
+          'p.support_email',
+          'p.purchase_note',
+          'p.action_button_text',
+          'p.action_button_url',
+          'a.email as owner_email',
+        ])
+        .orderBy('l.created_at', 'desc')
+        .orderBy('l.key'),
+    );
+    if (rows.length === 0) return [];
+    const keys = rows.map((r) => r.key);
+    const devices = await this.store.read.all(
+      this.db.selectFrom('devices').selectAll().where('license_key', 'in', keys).orderBy('activation_date').orderBy('identifier'),
+    );
+    const longestWindow = Math.max(...rows.map((r) => r.portal_device_reset_window_days)) * DAY;
+    const resets = await this.store.read.all(
+      this.db
+        .selectFrom('portal_device_resets')
+        .selectAll()
+        .where('license_key', 'in', keys)
+        .where('reset_at', '>', now - longestWindow)
+        .orderBy('reset_at'),
+    );
+    return rows.map((r) => ({
+      key: r.key,
+      type: r.type,
+      expiresAt: r.expires_at,
+      revoked: bool(r.revoked),
+      maxDevices: r.max_devices,
+      createdAt: r.created_at,
+      productName: r.product_name,
+      fallbackEnabled: bool(r.fallback_enabled),
+      allowDeviceReset: bool(r.portal_allow_device_reset),
+      resetLimit: r.portal_device_reset_limit,
+      resetWindowMs: r.portal_device_reset_window_days * DAY,
+      supportEmail: r.support_email ?? r.owner_email,
+      purchaseNote: r.purchase_note,
+      actionButtonText: r.action_button_text,
+      actionButtonUrl: r.action_button_url,
+      devices: devices
+        .filter((d) => d.license_key === r.key)
+        .map((d) => ({ identifier: d.identifier, name: d.name, activationDate: d.activation_date })),
+      resets: resets.filter((x) => x.license_key === r.key && x.reset_at > now - r.portal_device_reset_window_days * DAY).map((x) => x.reset_at),
+    }));
+  }
+
+  resetDevices(scope: PortalScope, key: string, now: number): Promise<ResetAttempt> {
+    return this.store.write(async (tx) => {
+      const license = await tx.first(
+        this.visible(scope)
+          .select(['l.key', 'p.portal_allow_device_reset', 'p.portal_device_reset_limit', 'p.portal_device_reset_window_days'])
+          .where('l.key', '=', key)
+          // The license row is the lock: concurrent resets of one license queue up here.
+          .$if(this.store.lockRows, (q) => q.forUpdate('l')),
+      );
+      if (!license) return { outcome: 'not_found' };
+      if (!bool(license.portal_allow_device_reset)) return { outcome: 'forbidden' };
+      const windowMs = license.portal_device_reset_window_days * DAY;
+      const resets = await tx.all(
+        this.db.selectFrom('portal_device_resets').select('reset_at').where('license_key', '=', key).where('reset_at', '>', now - windowMs).orderBy('reset_at'),
+      );
+      if (resets.length >= license.portal_device_reset_limit) {
+        return { outcome: 'limit', nextAt: resets[resets.length - license.portal_device_reset_limit]!.reset_at + windowMs };
+      }
+      const removed = await tx.run(this.db.deleteFrom('devices').where('license_key', '=', key));
+      if (removed === 0) return { outcome: 'nothing' };
+      await tx.run(this.db.insertInto('portal_device_resets').values({ license_key: key, reset_at: now }));
+      return { outcome: 'done', removed };
+    });
+  }
+}
+
+const toRow = (t: TokenRecord) => ({
+  token_hash: t.tokenHash,
+  kind: t.kind,
+  email_normalized: t.email,
+  user_id: t.userId,
+  expires_at: t.expiresAt,
+  created_at: t.createdAt,
+});

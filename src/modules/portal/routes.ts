@@ -1,0 +1,226 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { AppError } from '../../core/errors.ts';
+import { toIso } from '../../core/time.ts';
+import { toAppError } from '../../http/errors.ts';
+import { Email, errorResponses } from '../../http/schema-helpers.ts';
+import { formatDate } from '../mail/format.ts';
+import { PORTAL_CSS, PORTAL_JS } from './assets.ts';
+import { cookie, readCookie } from './cookies.ts';
+import { Csrf } from './csrf.ts';
+import { invalidLinkPage, messagePage, type Notice, portalPage, requestPage } from './pages.ts';
+import type { PortalService, TokenRecord } from './service.ts';
+
+export interface PortalLimits {
+  enabled: boolean;
+  /** Every portal page, per client address. */
+  perClientPerMinute: number;
+  /** Link requests per client address. */
+  linksPerClientPerHour: number;
+  /** Link requests per e-mail address (counted in the database: shared by every process). */
+  linksPerAddressPerHour: number;
+}
+
+export interface PortalRouteOptions {
+  portal: PortalService;
+  csrf: Csrf;
+  secureCookies: boolean;
+  limits: PortalLimits;
+}
+
+const SESSION_COOKIE = 'tessera_portal';
+const CSRF_COOKIE = 'tessera_csrf';
+const FORM_LIMIT = 4096;
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+const CSP = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/** Notices a redirect may ask for: fixed texts chosen by code, never text from the URL. */
+const NOTICES: Record<string, Notice> = {
+  reset: { tone: 'ok', text: 'Devices reset. You can now activate the license on another device.' },
+  'no-devices': { tone: 'warn', text: 'That license has no devices to reset.' },
+  'signed-out': { tone: 'ok', text: 'You are signed out.' },
+  'session-ended': { tone: 'warn', text: 'Your portal session has ended. Ask for a new link to continue.' },
+};
+
+const RequestQuery = Type.Object({ email: Type.Optional(Type.String({ maxLength: 320 })), notice: Type.Optional(Type.String({ maxLength: 32 })) });
+const PortalQuery = Type.Object({ token: Type.Optional(Type.String({ maxLength: 128 })), notice: Type.Optional(Type.String({ maxLength: 32 })) });
+const RequestForm = Type.Object({ email: Type.String({ maxLength: 320 }), csrf: Type.Optional(Type.String({ maxLength: 128 })) });
+const ResetForm = Type.Object({ key: Type.String({ minLength: 1, maxLength: 64 }), csrf: Type.Optional(Type.String({ maxLength: 128 })) });
+const CsrfForm = Type.Object({ csrf: Type.Optional(Type.String({ maxLength: 128 })) });
+
+/**
+ * The customer portal: server-rendered pages that work without JavaScript. Every form carries a
+ * CSRF token; sessions live in HttpOnly cookies; errors are pages, never JSON or stack traces.
+ */
+export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async (app, { portal, csrf, secureCookies, limits }) => {
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_req, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)));
+  });
+
+  app.addHook('onSend', async (req, reply) => {
+    void reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer');
+    if (!req.url.startsWith('/portal/assets/')) {
+      void reply.header('content-security-policy', CSP).header('x-frame-options', 'DENY').header('cache-control', 'no-store');
+    }
+  });
+
+  const send = (reply: FastifyReply, status: number, page: string) => reply.status(status).type('text/html; charset=utf-8').send(page);
+
+  app.setErrorHandler((error, req, reply) => {
+    const appError = toAppError(error as Parameters<typeof toAppError>[0]);
+    if (appError.code === 'internal_error') req.log.error({ err: error }, 'portal error');
+    const page =
+      appError.statusCode === 429
+        ? messagePage({ title: 'Too many requests', text: 'Please wait a little and try again.', action: { text: 'Back to the portal', href: '/portal/request' } })
+        : appError.statusCode >= 500
+          ? messagePage({ title: 'Something went wrong', text: 'We could not complete that. Please try again in a moment.', action: { text: 'Try again', href: '/portal/request' } })
+          : messagePage({ title: 'That did not work', text: 'The request was not understood. Start again from the portal.', action: { text: 'Back to the portal', href: '/portal/request' } });
+    return send(reply, appError.statusCode, page);
+  });
+
+  // The shape @fastify/rate-limit reads from a route's config; an empty config means no limit.
+  type LimitConfig = { rateLimit: { max: number; timeWindow: number } };
+  const limit = (max: number, timeWindow: number) => (limits.enabled ? { rateLimit: { max, timeWindow } } : {}) as LimitConfig;
+  const pageLimit = limit(limits.perClientPerMinute, MINUTE);
+
+  /** The browser's CSRF cookie value, set on first sight. */
+  function browserValue(req: FastifyRequest, reply: FastifyReply): string {
+    let value = readCookie(req.headers.cookie, CSRF_COOKIE);
+    if (!value) {
+      value = Csrf.newBrowserValue();
+      void reply.header('set-cookie', cookie(CSRF_COOKIE, value, { secure: secureCookies }));
+    }
+    return value;
+  }
+
+  const csrfValid = (req: FastifyRequest, token: string | undefined) => csrf.verify(readCookie(req.headers.cookie, CSRF_COOKIE), token);
+
+  const csrfRefused = (reply: FastifyReply, back: string) =>
+    send(
+      reply,
+      403,
+      messagePage({ title: 'This form has expired', text: 'For your security the form could not be accepted. Go back, reload the page and try again.', action: { text: 'Reload', href: back } }),
+    );
+
+  async function currentSession(req: FastifyRequest): Promise<{ token: string; session: TokenRecord } | undefined> {
+    const token = readCookie(req.headers.cookie, SESSION_COOKIE);
+    const session = token ? await portal.session(token) : undefined;
+    return token && session ? { token, session } : undefined;
+  }
+
+  async function renderPortal(req: FastifyRequest, reply: FastifyReply, status: number, session: TokenRecord, notice?: Notice) {
+    const licenses = await portal.licenses(session);
+    return send(reply, status, portalPage({ email: session.email, licenses, csrf: csrf.token(browserValue(req, reply)), notice, expiresAt: session.expiresAt }));
+  }
+
+  const sessionEnded = (reply: FastifyReply) => reply.redirect('/portal/request?notice=session-ended', 303);
+
+  app.get('/portal/assets/portal.css', { schema: { hide: true } }, async (_req, reply) =>
+    reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(PORTAL_CSS),
+  );
+  app.get('/portal/assets/portal.js', { schema: { hide: true } }, async (_req, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(PORTAL_JS),
+  );
+
+  app.get('/portal/request', { config: pageLimit, schema: { hide: true, querystring: RequestQuery } }, async (req, reply) => {
+    const page = requestPage({ email: req.query.email ?? '', csrf: csrf.token(browserValue(req, reply)), notice: NOTICES[req.query.notice ?? ''] });
+    return send(reply, 200, page);
+  });
+
+  app.post(
+    '/portal/request',
+    { config: limit(limits.linksPerClientPerHour, HOUR), bodyLimit: FORM_LIMIT, schema: { hide: true, body: RequestForm } },
+    async (req, reply) => {
+      if (!csrfValid(req, req.body.csrf)) return csrfRefused(reply, `/portal/request`);
+      const email = req.body.email.trim();
+      const again = (status: number, extra: { notice?: Notice; error?: string }) =>
+        send(reply, status, requestPage({ email, csrf: csrf.token(browserValue(req, reply)), ...extra }));
+      let outcome: Awaited<ReturnType<PortalService['requestLink']>>;
+      try {
+        outcome = await portal.requestLink(email, limits.enabled ? limits.linksPerAddressPerHour : null);
+      } catch (error) {
+        if (error instanceof AppError && error.code === 'invalid_request') return again(400, { error: 'Enter a valid e-mail address, like name@example.com.' });
+        throw error;
+      }
+      if ('limitedUntil' in outcome) {
+        void reply.header('retry-after', String(Math.max(1, Math.ceil((outcome.limitedUntil - Date.now()) / 1000))));
+        return again(429, { notice: { tone: 'bad', text: `Too many links were requested for this address. Try again after ${formatDate(outcome.limitedUntil)}.` } });
+      }
+      // The same answer whether or not the address has licenses.
+      return again(200, { notice: { tone: 'ok', text: `If ${email} has licenses, a link to your portal is on its way. Check your inbox and spam folder.` } });
+    },
+  );
+
+  app.get('/portal', { config: pageLimit, schema: { hide: true, querystring: PortalQuery } }, async (req, reply) => {
+    if (req.query.token !== undefined) {
+      const opened = await portal.openLink(req.query.token);
+      if (!opened) return send(reply, 400, invalidLinkPage());
+      const maxAge = Math.max(1, Math.floor((opened.expiresAt - Date.now()) / 1000));
+      // The token leaves the address bar (and the history) at once.
+      return reply.header('set-cookie', cookie(SESSION_COOKIE, opened.sessionToken, { secure: secureCookies, maxAge })).redirect('/portal', 303);
+    }
+    const current = await currentSession(req);
+    if (!current) return req.headers.cookie?.includes(`${SESSION_COOKIE}=`) ? sessionEnded(reply) : reply.redirect('/portal/request', 303);
+    return renderPortal(req, reply, 200, current.session, NOTICES[req.query.notice ?? '']);
+  });
+
+  app.post('/portal/licenses/reset', { config: pageLimit, bodyLimit: FORM_LIMIT, schema: { hide: true, body: ResetForm } }, async (req, reply) => {
+    const current = await currentSession(req);
+    if (!current) return sessionEnded(reply);
+    if (!csrfValid(req, req.body.csrf)) return csrfRefused(reply, '/portal');
+    const result = await portal.resetDevices(current.session, req.body.key);
+    switch (result.outcome) {
+      case 'done':
+        return reply.redirect(`/portal?notice=reset#license-${encodeURIComponent(req.body.key.trim().toUpperCase())}`, 303);
+      case 'nothing':
+        return reply.redirect('/portal?notice=no-devices', 303);
+      case 'not_found':
+        return renderPortal(req, reply, 404, current.session, { tone: 'bad', text: 'That license is not in your portal.' });
+      case 'forbidden':
+        return renderPortal(req, reply, 403, current.session, { tone: 'bad', text: 'Device resets are not available for this product. Contact support for help.' });
+      case 'limit':
+        void reply.header('retry-after', String(Math.max(1, Math.ceil((result.nextAt - Date.now()) / 1000))));
+        return renderPortal(req, reply, 429, current.session, {
+          tone: 'bad',
+          text: `You have used all device resets for this license for now. Next reset possible on ${formatDate(result.nextAt)}.`,
+        });
+    }
+  });
+
+  app.post('/portal/logout', { config: pageLimit, bodyLimit: FORM_LIMIT, schema: { hide: true, body: CsrfForm } }, async (req, reply) => {
+    const current = await currentSession(req);
+    if (current && !csrfValid(req, req.body.csrf)) return csrfRefused(reply, '/portal');
+    if (current) await portal.endSession(current.token);
+    return reply.header('set-cookie', cookie(SESSION_COOKIE, '', { secure: secureCookies, maxAge: 0 })).redirect('/portal/request?notice=signed-out', 303);
+  });
+};
+
+const PrivateSessionBody = Type.Object({ email: Email }, { additionalProperties: false });
+const PrivateSessionReply = Type.Object({
+  url: Type.String({ description: 'Open it to see the licenses of that address on your products.' }),
+  expiresAt: Type.String({ description: 'ISO 8601 UTC; 12 hours from now.' }),
+});
+
+/** Server API: an operator opens the portal for a customer, limited to the operator's own products. */
+export const portalApiRoutes: FastifyPluginAsyncTypebox<{ portal: PortalService }> = async (app, { portal }) => {
+  app.post(
+    '/portal/sessions/private',
+    {
+      schema: {
+        tags: ['Portal'],
+        security: [{ apiKey: [] }],
+        summary: 'Create a private portal session',
+        description: "A portal link for an e-mail address, valid 12 hours, showing only the licenses of the calling account's products.",
+        body: PrivateSessionBody,
+        response: { 200: PrivateSessionReply, ...errorResponses(400, 401, 403) },
+      },
+    },
+    async (req) => {
+      const session = await portal.createPrivateSession(req.userId, req.body.email);
+      return { url: session.url, expiresAt: toIso(session.expiresAt) };
+    },
+  );
+};

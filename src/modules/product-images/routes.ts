@@ -1,0 +1,83 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { AppError, notFound } from '../../core/errors.ts';
+import { EmptyResponse, errorResponses } from '../../http/schema-helpers.ts';
+import { ProductParams, productView } from '../products/schemas.ts';
+import { IMAGE_MAX_BYTES, type ProductImageService } from './service.ts';
+
+const tags = ['Products'];
+const security = [{ apiKey: [] }];
+const IMAGE_BODY = Type.Unsafe<Buffer>({ description: 'The raw image bytes: PNG, JPEG or WebP, at most 1 MiB.' });
+
+/** Server API: upload and delete a product's image (plus plan). */
+export const productImageRoutes: FastifyPluginAsyncTypebox<{ images: ProductImageService }> = async (app, { images }) => {
+  // Any body type is read as bytes here: the image type is checked from the bytes themselves.
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: IMAGE_MAX_BYTES }, (_req, body, done) => done(null, body));
+
+  app.put(
+    '/products/:productId/image',
+    {
+      bodyLimit: IMAGE_MAX_BYTES,
+      schema: {
+        tags,
+        security,
+        summary: "Upload the product's image",
+        description: 'Raw PNG, JPEG or WebP bytes (type checked from the bytes), at most 1 MiB. Plus plan only (403 plan_required).',
+        params: ProductParams,
+        body: IMAGE_BODY,
+        response: { 200: Type.Ref('Product'), ...errorResponses(400, 401, 403, 404, 413, 415) },
+      },
+    },
+    async (req) => {
+      // A JSON (or form) body was parsed by its own parser: it is not an image.
+      if (!Buffer.isBuffer(req.body) && req.headers['content-length'] && req.headers['content-length'] !== '0') {
+        throw new AppError('unsupported_media_type', 'The image must be a PNG, JPEG or WebP file.');
+      }
+      const bytes = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+      return productView(await images.put(req.userId, req.params.productId, bytes));
+    },
+  );
+
+  app.delete(
+    '/products/:productId/image',
+    {
+      schema: {
+        tags,
+        security,
+        summary: "Delete the product's image",
+        params: ProductParams,
+        response: { 200: EmptyResponse, ...errorResponses(401, 403, 404) },
+      },
+    },
+    async (req, reply) => {
+      await images.remove(req.userId, req.params.productId);
+      return reply.send();
+    },
+  );
+};
+
+/** Public: the image at a stable URL (purchase e-mails link to it), cacheable and revalidated by ETag. */
+export const publicProductImageRoutes: FastifyPluginAsyncTypebox<{ images: ProductImageService; rateLimit: false | { max: number; timeWindow: number } }> = async (
+  app,
+  { images, rateLimit },
+) => {
+  app.get(
+    '/public/products/:productId/image',
+    {
+      config: rateLimit ? { rateLimit } : {},
+      schema: { tags: ['Public'], summary: "A product's image", description: 'The raw bytes with their type; cacheable, revalidated by ETag.', params: ProductParams },
+    },
+    async (req, reply) => {
+      const image = await images.get(req.params.productId);
+      if (!image) throw notFound('Image');
+      void reply
+        .header('cache-control', 'public, max-age=3600')
+        .header('etag', image.etag)
+        .header('last-modified', new Date(image.updatedAt).toUTCString())
+        .header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', "default-src 'none'");
+      if (req.headers['if-none-match'] === image.etag) return reply.status(304).send();
+      return reply.type(image.contentType).send(image.data);
+    },
+  );
+};

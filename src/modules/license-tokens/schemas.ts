@@ -39,7 +39,12 @@ export const KeyPairBody = Type.Object(
     copyFromProductId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: "Another of the account's products." })),
     privateKeyPem: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: 'Unencrypted PKCS#8 PEM of a P-256 key.' })),
   },
-  { additionalProperties: false, description: '{} for a new pair, or exactly one of copyFromProductId and privateKeyPem.' },
+  {
+    // Rejected rather than stripped (the API's default): `{}` means "new pair", so a misspelt
+    // field must not silently rotate the key.
+    additionalProperties: Type.Never(),
+    description: '{} for a new pair, or exactly one of copyFromProductId and privateKeyPem.',
+  },
 );
 
 export const TokenRequestBody = PublicLicenseQuery;

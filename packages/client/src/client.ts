@@ -1,0 +1,211 @@
+import { type ApiError, type ApiResult, type HttpOptions, isTransportError, request } from './http.ts';
+import { MemoryTokenStorage, type TokenStorage } from './storage.ts';
+import { decodeClaims, type PublicJwk, type TokenClaims, type TokenFailure, type TokenVerification, verifyLicenseToken } from './token.ts';
+
+const DAY_SECONDS = 86_400;
+
+export interface LicenseClientOptions {
+  /** The Tessera server, e.g. https://licensing.example.com (no trailing /api/v1). */
+  baseUrl: string;
+  /** The product this app is, or several (tiers): a license for any of them is accepted. */
+  productId: string | readonly string[];
+  /**
+   * The product's token verification key(s), shipped with the app. Give the old and the new
+   * key during a key rotation; tokens name theirs in the `kid` header.
+   */
+  publicKey?: PublicJwk | readonly PublicJwk[];
+  /** Where the token lives between runs (default: memory only). */
+  storage?: TokenStorage;
+  /** Per request (default 10 s). */
+  timeoutMs?: number;
+  /** Refresh a token this long before it expires (default 3 days). */
+  refreshBeforeExpirySeconds?: number;
+  /** Defaults to the global fetch. */
+  fetch?: typeof fetch;
+  /** Defaults to globalThis.crypto (Node 19+, browsers, Electron); on Node 18 pass `require('node:crypto').webcrypto`. */
+  crypto?: { subtle: SubtleCrypto };
+  /** Milliseconds since the epoch (tests). */
+  now?: () => number;
+}
+
+export interface DeviceRef {
+  licenseKey: string;
+  deviceIdentifier: string;
+}
+
+export interface Device {
+  identifier: string;
+  name: string;
+  activationDate: string;
+}
+
+export interface PublicLicense {
+  key: string;
+  productId: string;
+  type: 'perpetual' | 'timed';
+  revoked: boolean;
+  maxDevices: number;
+  expiresAt: string | null;
+  createdAt: string;
+}
+
+export interface Activation {
+  isValid: true;
+  status: 'active' | 'fallbacked';
+  /** Present when the product has license tokens on. Already verified and stored when returned. */
+  token?: string;
+  device: Device;
+  license: PublicLicense;
+}
+
+export type ValidationReason = 'not_found' | 'product_mismatch' | 'revoked' | 'expired' | 'device_not_activated';
+
+export type Validation =
+  | { isValid: true; status: 'active' | 'fallbacked'; device: Device; license: PublicLicense }
+  | { isValid: false; status: null; device: null; license: null; reason: ValidationReason };
+
+/** What the app should do after `validateAndRefreshToken`. */
+export type LicenseState =
+  | {
+      valid: true;
+      status: TokenClaims['status'];
+      /** Fallbacked: grant the limited access the product gives after expiry. */
+      limited: boolean;
+      /** The server could not be reached when it should have been; the stored token decided. */
+      offline: boolean;
+      /** The token's own `exp` has passed (only ever true together with `offline`). */
+      tokenExpired: boolean;
+      /** A new token was fetched, verified and stored during this call. */
+      refreshed: boolean;
+      claims: TokenClaims;
+    }
+  | {
+      valid: false;
+      code: TokenFailure | ApiError['code'] | 'no_token' | 'no_public_key';
+      message: string;
+      /** True only when the user must enter a license key: never for a network problem. */
+      needsActivation: boolean;
+    };
+
+/** Server verdicts about the license itself (as opposed to the network or the product's settings). */
+const LICENSE_VERDICTS = new Set(['invalid_license', 'license_revoked', 'license_expired']);
+
+/**
+ * The Tessera client for apps: the public API (activate, validate, remove a device, tokens)
+ * and offline verification of license tokens. Uses only fetch and WebCrypto, so it runs in
+ * Node 18+, browsers and Electron. Expected failures come back as values, never as exceptions.
+ */
+export class LicenseClient {
+  private readonly http: HttpOptions;
+  private readonly productIds: readonly string[];
+  private readonly keys: readonly PublicJwk[];
+  private readonly storage: TokenStorage;
+  private readonly refreshBeforeSeconds: number;
+  private readonly subtle: SubtleCrypto | undefined;
+  private readonly now: () => number;
+
+  constructor(options: LicenseClientOptions) {
+    const fetchImpl = options.fetch ?? globalThis.fetch;
+    if (!fetchImpl) throw new Error('No fetch available: pass options.fetch');
+    this.http = { baseUrl: options.baseUrl.replace(/\/+$/, ''), timeoutMs: options.timeoutMs ?? 10_000, fetch: fetchImpl.bind(globalThis) };
+    this.productIds = typeof options.productId === 'string' ? [options.productId] : [...options.productId];
+    if (this.productIds.length === 0) throw new Error('options.productId must name at least one product');
+    this.keys = options.publicKey === undefined ? [] : Array.isArray(options.publicKey) ? [...options.publicKey] : [options.publicKey as PublicJwk];
+    this.storage = options.storage ?? new MemoryTokenStorage();
+    this.refreshBeforeSeconds = options.refreshBeforeExpirySeconds ?? 3 * DAY_SECONDS;
+    this.subtle = (options.crypto ?? globalThis.crypto)?.subtle;
+    this.now = options.now ?? Date.now;
+  }
+
+  private get productId(): string | string[] {
+    return this.productIds.length === 1 ? this.productIds[0]! : [...this.productIds];
+  }
+
+  /** Activates this device; when the product issues tokens, the token is verified and stored. */
+  async activate(input: DeviceRef & { deviceName: string }): Promise<ApiResult<Activation>> {
+    const result = await request<Activation>(this.http, 'POST', '/api/v1/public/licenses/activate', { ...input, productId: this.productId });
+    if (!result.ok || result.value.token === undefined || this.keys.length === 0) return result;
+    const check = await this.verifyToken(result.value.token, input.deviceIdentifier);
+    if (!check.valid) return { ok: false, error: { code: check.code, message: `Activated, but the token does not verify: ${check.message}` } };
+    await this.storage.set(result.value.token);
+    return result;
+  }
+
+  /** Online validation: always answers `isValid` for a well-formed request. */
+  validate(input: DeviceRef): Promise<ApiResult<Validation>> {
+    return request<Validation>(this.http, 'POST', '/api/v1/public/licenses/validate', { ...input, productId: this.productId });
+  }
+
+  /** Frees this device's slot and forgets the stored token. */
+  async removeDevice(input: DeviceRef): Promise<ApiResult<void>> {
+    const result = await request<void>(this.http, 'DELETE', '/api/v1/public/licenses/device', { ...input, productId: this.productId });
+    if (result.ok) await this.storage.clear();
+    return result;
+  }
+
+  /** A fresh token from the server, as is (not verified, not stored). */
+  fetchToken(input: DeviceRef): Promise<ApiResult<{ isValid: true; token: string }>> {
+    return request(this.http, 'POST', '/api/v1/public/licenses/token', { ...input, productId: this.productId });
+  }
+
+  /** The product's published key (first product). Prefer shipping the key with the app: a fetched key is only as trustworthy as the connection. */
+  async fetchPublicKey(): Promise<ApiResult<PublicJwk>> {
+    const result = await request<{ jwk: PublicJwk }>(this.http, 'GET', `/api/v1/public/products/${encodeURIComponent(this.productIds[0]!)}/license-token/public-key`);
+    return result.ok ? { ok: true, value: result.value.jwk } : result;
+  }
+
+  /** Offline: signature, product, device, license expiry, token expiry. */
+  async verifyToken(token: string, deviceIdentifier: string): Promise<TokenVerification> {
+    if (this.keys.length === 0 || !this.subtle) {
+      return { valid: false, code: 'unknown_key', message: this.subtle ? 'No public key configured (options.publicKey).' : 'No WebCrypto available (options.crypto).' };
+    }
+    return verifyLicenseToken(token, { keys: this.keys, productIds: this.productIds, deviceIdentifier, now: this.now(), subtle: this.subtle });
+  }
+
+  /**
+   * The spec's client rules in one call, for app start (and periodically): verify the stored
+   * token; refresh it when it is close to expiry (or expired, or signed by a key the app no
+   * longer holds), storing the new one only after it verifies; when the server cannot be
+   * reached, a token that was genuine keeps the app running ("valid but offline"), even past
+   * its `exp`, and the user is never asked to activate because of a network problem.
+   */
+  async validateAndRefreshToken(deviceIdentifier: string): Promise<LicenseState> {
+    if (this.keys.length === 0) return { valid: false, code: 'no_public_key', message: 'No public key configured (options.publicKey).', needsActivation: false };
+    const stored = await this.storage.get();
+    if (!stored) return { valid: false, code: 'no_token', message: 'No license token stored on this device.', needsActivation: true };
+    const local = await this.verifyToken(stored, deviceIdentifier);
+    if (local.valid && local.claims.exp - Math.floor(this.now() / 1000) > this.refreshBeforeSeconds) {
+      return this.validState(local.claims, { offline: false, tokenExpired: false, refreshed: false });
+    }
+    // The license key to refresh with: from the verified claims, or (for a token under an
+    // unknown key) read unverified; the server decides, and its answer is verified before use.
+    const licenseKey = (local.valid ? local.claims : (local.claims ?? decodeClaims(stored)))?.license.key;
+    if (!licenseKey) return { valid: false, code: 'malformed', message: 'The stored token is unreadable.', needsActivation: true };
+
+    const fetched = await this.fetchToken({ licenseKey, deviceIdentifier });
+    if (fetched.ok) {
+      const fresh = await this.verifyToken(fetched.value.token, deviceIdentifier);
+      if (fresh.valid) {
+        await this.storage.set(fetched.value.token);
+        return this.validState(fresh.claims, { offline: false, tokenExpired: false, refreshed: true });
+      }
+      if (local.valid) return this.validState(local.claims, { offline: false, tokenExpired: false, refreshed: false });
+      return { valid: false, code: fresh.code, message: `The server's token does not verify: ${fresh.message}`, needsActivation: false };
+    }
+    const error = fetched.error;
+    if (LICENSE_VERDICTS.has(error.code)) {
+      // The server's word on the license beats the stored token: forget it.
+      await this.storage.clear();
+      return { valid: false, code: error.code, message: error.message, needsActivation: error.code === 'invalid_license' };
+    }
+    if (local.valid) return this.validState(local.claims, { offline: isTransportError(error), tokenExpired: false, refreshed: false });
+    if (local.code === 'token_expired' && isTransportError(error)) {
+      return this.validState(local.claims!, { offline: true, tokenExpired: true, refreshed: false });
+    }
+    return { valid: false, code: local.code, message: `${local.message} (refresh failed: ${error.message})`, needsActivation: false };
+  }
+
+  private validState(claims: TokenClaims, flags: { offline: boolean; tokenExpired: boolean; refreshed: boolean }): LicenseState {
+    return { valid: true, status: claims.status, limited: claims.status === 'fallbacked', ...flags, claims };
+  }
+}

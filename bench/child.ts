@@ -7,6 +7,8 @@ export interface Child {
   baseUrl: string;
   /** Resident memory now and at its peak, in MiB (VmRSS, VmHWM). */
   memory(): { rssMiB: number; hwmMiB: number };
+  /** CPU time the child has used so far (user + system), in seconds. */
+  cpuSeconds(): number;
   stop(): Promise<void>;
 }
 
@@ -25,6 +27,16 @@ export interface ChildOptions {
 function statusField(pid: number, field: string): number {
   const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return match ? Number(match[1]) / 1024 : Number.NaN;
+}
+
+// Clock ticks per second for /proc/<pid>/stat (USER_HZ, 100 on Linux).
+const TICKS = 100;
+
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the parenthesized command name: utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICKS;
 }
 
 async function waitReady(url: string, child: ChildProcess, output: () => string): Promise<void> {
@@ -68,6 +80,7 @@ export async function startChild(o: ChildOptions): Promise<Child> {
     pid,
     baseUrl,
     memory: () => ({ rssMiB: statusField(pid, 'VmRSS'), hwmMiB: statusField(pid, 'VmHWM') }),
+    cpuSeconds: () => cpuSeconds(pid),
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);

@@ -16,6 +16,10 @@ export interface LoadResult {
   failed: number;
   /** Highest VmRSS sampled during the measured load, MiB. */
   rssMiB: number;
+  /** Share of one core the server used during the measured load: near 100 means server-bound. */
+  cpuPercent: number;
+  /** The same for the load generator (this process): near 100 means the generator was the limit. */
+  loadCpuPercent: number;
 }
 
 function cannon(baseUrl: string, request: autocannon.Request, connections: number, duration: number): Promise<autocannon.Result> {
@@ -29,9 +33,16 @@ export async function measure(child: Child, request: autocannon.Request, o: Load
   const sampler = setInterval(() => {
     rssMiB = Math.max(rssMiB, child.memory().rssMiB);
   }, 250);
+  const cpuBefore = child.cpuSeconds();
+  const ownBefore = process.cpuUsage();
+  const started = performance.now();
   try {
     const r = await cannon(child.baseUrl, request, o.connections, o.duration);
-    return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, failed: r.non2xx + r.errors + r.timeouts, rssMiB };
+    const seconds = (performance.now() - started) / 1000;
+    const cpuPercent = (100 * (child.cpuSeconds() - cpuBefore)) / seconds;
+    const own = process.cpuUsage(ownBefore);
+    const loadCpuPercent = (own.user + own.system) / 1e4 / seconds;
+    return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, failed: r.non2xx + r.errors + r.timeouts, rssMiB, cpuPercent, loadCpuPercent };
   } finally {
     clearInterval(sampler);
   }

@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { requireApiKey } from './http/auth.ts';
-import { registerErrorHandling } from './http/errors.ts';
+import { refuseWhileClosing, registerErrorHandling } from './http/errors.ts';
 import { JSON_BODY_LIMIT, registerJsonBody } from './http/json-body.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { type MailOptions, registerMailWorker } from './modules/mail/plugin.ts';
@@ -24,28 +24,34 @@ export interface AppOptions {
   services: Services;
   /** false silences logs (tests); otherwise structured JSON logs at config.logLevel. */
   logger?: boolean;
+  /** Where logs go (stdout by default). */
+  logStream?: NodeJS.WritableStream;
   /** E-mail transport and outbox-worker overrides (tests). */
   mail?: MailOptions;
 }
 
 const MINUTE = 60_000;
 
-export async function buildApp({ config, services, logger = true, mail }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, services, logger = true, logStream, mail }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: logger && {
       level: config.logLevel,
       // Request logs carry method, URL and address only; these never reach a log line.
       redact: ['req.headers.authorization', 'req.headers["license-key"]', 'req.body'],
+      ...(logStream ? { stream: logStream } : {}),
     },
     bodyLimit: JSON_BODY_LIMIT,
     trustProxy: config.trustProxy,
     forceCloseConnections: 'idle',
+    // Requests arriving while shutting down get the service's error model (below), not Fastify's body.
+    return503OnClosing: false,
     routerOptions: { ignoreTrailingSlash: true },
     // Wrong types are a 400, never silently coerced ("5" is not a maxDevices).
     ajv: { customOptions: { coerceTypes: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   registerErrorHandling(app);
+  refuseWhileClosing(app);
   registerJsonBody(app);
 
   await app.register(swagger, {

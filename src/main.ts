@@ -3,6 +3,8 @@ import { loadConfig } from './config.ts';
 import { createServices } from './services.ts';
 import { openStore } from './storage/index.ts';
 
+const SHUTDOWN_DEADLINE_MS = 10_000;
+
 /** `npm start`: opens the store (running migrations), serves, and shuts down gracefully. */
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -18,7 +20,14 @@ async function main(): Promise<void> {
     closing = true;
     app.log.info({ signal }, 'shutting down: finishing in-flight requests');
     try {
-      await app.close(); // stops accepting, waits for in-flight requests
+      // close() stops accepting and waits for in-flight requests. Keep-alive connections that
+      // go idle after it started would hold it open, so sweep them until it is done; past the
+      // deadline, cut whatever is left.
+      const sweep = setInterval(() => app.server.closeIdleConnections(), 50);
+      const deadline = setTimeout(() => app.server.closeAllConnections(), SHUTDOWN_DEADLINE_MS);
+      await app.close();
+      clearInterval(sweep);
+      clearTimeout(deadline);
       await store.close();
       app.log.info('shut down cleanly');
       process.exit(0);

@@ -17,7 +17,8 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'rate_limited'
-  | 'internal_error';
+  | 'internal_error'
+  | 'service_unavailable';
 
 const STATUS: Record<ErrorCode, number> = {
   invalid_request: 400,
@@ -35,6 +36,7 @@ const STATUS: Record<ErrorCode, number> = {
   unsupported_media_type: 415,
   rate_limited: 429,
   internal_error: 500,
+  service_unavailable: 503,
 };
 
 export interface Issue {

@@ -55,3 +55,16 @@ export function registerErrorHandling(app: FastifyInstance): void {
     void reply.status(404).send({ error: { code: 'not_found', message: 'Not found.' } });
   });
 }
+
+/** While shutting down, in-flight requests finish; new ones get a 503 and their connection is closed. */
+export function refuseWhileClosing(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    void reply.header('connection', 'close');
+    throw new AppError('service_unavailable', 'The server is shutting down; retry shortly.');
+  });
+}

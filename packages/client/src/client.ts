@@ -1,6 +1,6 @@
-import { type ApiError, type ApiResult, type HttpOptions, isTransportError, request } from './http.ts';
-import { MemoryTokenStorage, type TokenStorage } from './storage.ts';
-import { decodeClaims, type PublicJwk, type TokenClaims, type TokenFailure, type TokenVerification, verifyLicenseToken } from './token.ts';
+import { type ApiError, type ApiResult, type HttpOptions, isTransportError, request } from './http.js';
+import { MemoryTokenStorage, type TokenStorage } from './storage.js';
+import { decodeClaims, type PublicJwk, type TokenClaims, type TokenFailure, type TokenVerification, verifyLicenseToken } from './token.js';
 
 const DAY_SECONDS = 86_400;
 

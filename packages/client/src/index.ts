@@ -1,8 +1,8 @@
-export { LicenseClient } from './client.ts';
-export type { Activation, Device, DeviceRef, LicenseClientOptions, LicenseState, PublicLicense, Validation, ValidationReason } from './client.ts';
-export { isTransportError } from './http.ts';
-export type { ApiError, ApiErrorCode, ApiResult } from './http.ts';
-export { MemoryTokenStorage, WebStorageTokenStorage } from './storage.ts';
-export type { TokenStorage } from './storage.ts';
-export { decodeClaims, verifyLicenseToken } from './token.ts';
-export type { PublicJwk, TokenClaims, TokenFailure, TokenVerification, VerifyOptions } from './token.ts';
+export { LicenseClient } from './client.js';
+export type { Activation, Device, DeviceRef, LicenseClientOptions, LicenseState, PublicLicense, Validation, ValidationReason } from './client.js';
+export { isTransportError } from './http.js';
+export type { ApiError, ApiErrorCode, ApiResult } from './http.js';
+export { MemoryTokenStorage, WebStorageTokenStorage } from './storage.js';
+export type { TokenStorage } from './storage.js';
+export { decodeClaims, verifyLicenseToken } from './token.js';
+export type { PublicJwk, TokenClaims, TokenFailure, TokenVerification, VerifyOptions } from './token.js';

@@ -1,4 +1,4 @@
-import { TesseraError } from './errors.ts';
+import { TesseraError } from './errors.js';
 import type {
   CreateLicenseInput,
   License,
@@ -10,7 +10,7 @@ import type {
   Product,
   ProductFields,
   UpdateLicenseInput,
-} from './types.ts';
+} from './types.js';
 
 export interface TesseraOptions {
   /** An API key (sk_...); defaults to the TESSERA_API_KEY environment variable. */

@@ -1,5 +1,5 @@
-export { Tessera } from './client.ts';
-export type { TesseraOptions } from './client.ts';
-export { TesseraError } from './errors.ts';
-export type { TesseraErrorCode } from './errors.ts';
-export type * from './types.ts';
+export { Tessera } from './client.js';
+export type { TesseraOptions } from './client.js';
+export { TesseraError } from './errors.js';
+export type { TesseraErrorCode } from './errors.js';
+export type * from './types.js';

@@ -60,6 +60,8 @@ export async function buildApp({ config, services, logger = true, logStream, mai
       info: { title: 'Tessera licensing API', version: '1.0.0', description: 'Server API (API key) and public API (no authentication).' },
       components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'An API key, sk_...' } } },
     },
+    // Shared schemas appear under their $id (License, Product) rather than def-0, def-1.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
   app.addSchema(LicenseBody);
   app.addSchema(ProductBody);

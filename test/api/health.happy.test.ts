@@ -17,6 +17,10 @@ forEachStore('health', (kind) => {
     expect(Object.keys(res.body.paths)).toEqual(
       expect.arrayContaining(['/api/v1/licenses', '/api/v1/public/licenses/activate', '/api/v1/products/{productId}']),
     );
+    expect(Object.keys(res.body.components.schemas)).toEqual(expect.arrayContaining(['License', 'Product']));
+    const create = res.body.paths['/api/v1/licenses'].post;
+    expect(create.responses['200'].content['application/json'].schema.$ref).toBe('#/components/schemas/License');
+    expect(create.security).toEqual([{ apiKey: [] }]);
   });
 
   it('answers an unknown route with the JSON error model', async () => {

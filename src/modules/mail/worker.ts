@@ -51,7 +51,9 @@ export class OutboxWorker {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
-  private stopped = true;
+  private started = false;
+  /** Set by stop(): no new batch is claimed (a drain() called directly runs until then too). */
+  private stopping = false;
   private lastPurge = 0;
   private unsubscribe: (() => void) | undefined;
 
@@ -64,8 +66,9 @@ export class OutboxWorker {
   ) {}
 
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
+    if (this.started) return;
+    this.started = true;
+    this.stopping = false;
     this.unsubscribe = this.outbox.onQueued(() => this.wake());
     this.log.info({ transport: this.transport.description }, 'e-mail outbox worker started');
     this.wake();
@@ -73,7 +76,8 @@ export class OutboxWorker {
 
   /** Stops polling and waits for the batch in hand to finish; messages not yet claimed stay queued. */
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.stopping = true;
+    this.started = false;
     this.unsubscribe?.();
     clearTimeout(this.timer);
     await this.running;
@@ -81,7 +85,7 @@ export class OutboxWorker {
   }
 
   private wake(): void {
-    if (this.stopped) return;
+    if (!this.started || this.stopping) return;
     if (this.running) {
       this.again = true;
       return;
@@ -92,7 +96,7 @@ export class OutboxWorker {
       .catch((err) => this.log.error({ err }, 'e-mail outbox worker failed; retrying on the next poll'))
       .finally(() => {
         this.running = undefined;
-        if (this.stopped) return;
+        if (!this.started || this.stopping) return;
         if (this.again) {
           this.again = false;
           this.wake();
@@ -106,7 +110,7 @@ export class OutboxWorker {
   /** Delivers every due message; returns how many were attempted. */
   async drain(): Promise<number> {
     let attempted = 0;
-    while (!this.stopped && (await this.outbox.hasDue(this.clock()))) {
+    while (!this.stopping && (await this.outbox.hasDue(this.clock()))) {
       const batch = await this.outbox.claim(this.id, this.settings.leaseMs, this.settings.batchSize);
       if (batch.length === 0) break; // another process took them
       for (const mail of batch) {

@@ -28,6 +28,8 @@ import { startChild } from './child.ts';
 import { type LoadOptions, type LoadResult, measure, sample } from './load.ts';
 import { type Scenario, type StoreKind, scenarios } from './scenarios.ts';
 import { seed } from './seed.ts';
+import { measureSigning } from './signing.ts';
+import { tokenTargets } from './token-scenarios.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -246,6 +248,9 @@ async function main(): Promise<void> {
   const bareAfter = await runBare();
   say(`  ${Math.round(bareAfter.rps)} req/s, server CPU ${Math.round(bareAfter.cpuPercent)}%, load CPU ${Math.round(bareAfter.loadCpuPercent)}%`);
   const bare = (bareBefore.rps + bareAfter.rps) / 2;
+  // In this process, with no load running: the ES256 limit the token scenarios are held to.
+  say('ES256 signing on one core (raw node:crypto, the server signer, jose)');
+  const signing = await measureSigning(quick ? 1000 : 3000);
   rows.unshift(
     { store: 'bare', licenses: null, scenario: 'fixed JSON (before)', ...bareBefore },
     { store: 'bare', licenses: null, scenario: 'fixed JSON (after)', ...bareAfter },
@@ -257,6 +262,8 @@ async function main(): Promise<void> {
   for (const p of peaks) console.log(`- ${p.label}: ${fmt(p.hwmMiB)} MiB`);
   console.log('\nTargets (issue 2):');
   for (const line of targets(bare)) console.log(line);
+  console.log('\nTargets (issue 3):');
+  for (const line of tokenTargets(rows, bare, signing)) console.log(line);
 }
 
 main().catch((error) => {

@@ -1,5 +1,6 @@
 import type autocannon from 'autocannon';
 import { deviceOf, type Fixture } from './seed.ts';
+import { tokenScenarios } from './token-scenarios.ts';
 
 export type StoreKind = 'sqlite' | 'postgres';
 
@@ -81,4 +82,5 @@ export const scenarios: Scenario[] = [
     }),
     check: expectValid,
   },
+  ...tokenScenarios,
 ];

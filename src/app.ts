@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { requireApiKey } from './http/auth.ts';
+import { allowCrossOriginPublicApi } from './http/cors.ts';
 import { refuseWhileClosing, registerErrorHandling } from './http/errors.ts';
 import { JSON_BODY_LIMIT, registerJsonBody } from './http/json-body.ts';
 import { healthRoutes } from './modules/health/routes.ts';
@@ -53,6 +54,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   registerErrorHandling(app);
   refuseWhileClosing(app);
   registerJsonBody(app);
+  allowCrossOriginPublicApi(app);
 
   await app.register(swagger, {
     openapi: {

@@ -1,0 +1,23 @@
+import type { FastifyInstance } from 'fastify';
+
+const PUBLIC_PREFIX = '/api/v1/public/';
+
+/**
+ * The public API is called by apps: browsers and Electron renderers on any origin. It uses no
+ * cookies or other credentials (the license key travels in the body), so every origin may call
+ * it and preflights are answered here. The server API stays closed to browsers: API keys belong
+ * on servers, not in web pages.
+ */
+export function allowCrossOriginPublicApi(app: FastifyInstance): void {
+  app.addHook('onRequest', async (req, reply) => {
+    if (!req.url.startsWith(PUBLIC_PREFIX)) return;
+    reply.header('access-control-allow-origin', '*').header('access-control-expose-headers', 'retry-after');
+    if (req.method !== 'OPTIONS') return;
+    return reply
+      .code(204)
+      .header('access-control-allow-methods', 'GET, POST, DELETE')
+      .header('access-control-allow-headers', 'content-type')
+      .header('access-control-max-age', '86400')
+      .send();
+  });
+}

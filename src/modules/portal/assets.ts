@@ -4,6 +4,7 @@ export const PORTAL_CSS = `
   --brand: #1d4ed8; --brand-dark: #1e3a8a; --ok: #166534; --ok-bg: #dcfce7; --warn: #92400e; --warn-bg: #fef3c7;
   --bad: #991b1b; --bad-bg: #fee2e2; --radius: 10px; }
 * { box-sizing: border-box; }
+[hidden] { display: none !important; }
 html { -webkit-text-size-adjust: 100%; }
 body { margin: 0; background: var(--bg); color: var(--text); font: 16px/1.55 -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; }
 a { color: var(--brand); }

@@ -80,16 +80,16 @@ function resetControls(l: PortalLicense, csrf: string): SafeHtml {
     return html`<p class="hint">Device resets are not available in the portal for this product. Contact support to move your license to another device.</p>`;
   }
   const { remaining, nextAt, limit, windowDays } = l.reset;
-  const allowance = html`<p class="hint">${limit} ${limit === 1 ? 'reset' : 'resets'} per ${windowDays} days.</p>`;
   if (nextAt !== null) {
     return html`<div class="reset"><p class="hint">You have used all device resets for now. Next reset possible on <strong>${formatDate(nextAt)}</strong>.</p></div>`;
   }
-  if (l.devices.length === 0) return html`<div class="reset">${allowance}</div>`;
+  const left = `${remaining} of ${limit} ${limit === 1 ? 'reset' : 'resets'} left in ${windowDays} days.`;
+  if (l.devices.length === 0) return html`<div class="reset"><p class="hint">Nothing to reset. ${left}</p></div>`;
   return html`<form class="reset" method="post" action="/portal/licenses/reset">
 <input type="hidden" name="csrf" value="${csrf}">
 <input type="hidden" name="key" value="${l.key}">
 <button type="submit" class="secondary" aria-describedby="reset-help-${l.key}">Reset devices</button>
-<p class="hint" id="reset-help-${l.key}">Signs out every device so you can activate the license again. ${remaining} of ${limit} resets left in ${windowDays} days.</p>
+<p class="hint" id="reset-help-${l.key}">Signs out every device so you can activate the license again. ${left}</p>
 </form>`;
 }
 

@@ -135,6 +135,19 @@ forEachStore('mail outbox', (kind) => {
     expect(readdirSync(dir).some((f) => f.endsWith('.tmp'))).toBe(false);
   });
 
+  it('does not let a hung SMTP server hold up a shutdown past the grace period', async () => {
+    const hung = { description: 'hung', send: () => new Promise<void>(() => {}), close() {} };
+    const worker = new OutboxWorker(ctx.services.outbox, hung, quiet, settings);
+    worker.start();
+    await ctx.services.outbox.sendStep(async (tx) => void (await ctx.services.outbox.enqueue(tx, message('hung@example.com'))));
+    await waitUntil(async () => (await ctx.services.outbox.listFor('hung@example.com'))[0]!.attempts === 1);
+    const started = Date.now();
+    await worker.stop(100);
+    expect(Date.now() - started).toBeLessThan(1000);
+    // Still claimed by the stopped worker: another one retries it once the lease runs out.
+    expect((await ctx.services.outbox.listFor('hung@example.com'))[0]!.status).toBe('pending');
+  });
+
   it('starts with the app and stops cleanly, leaving unclaimed messages queued', async () => {
     const transport = new CapturingTransport();
     const worker = new OutboxWorker(ctx.services.outbox, transport, quiet, settings);

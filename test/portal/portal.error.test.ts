@@ -1,21 +1,14 @@
 import { expect, it } from 'vitest';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
-import { CapturingTransport, PortalBrowser } from '../support/mail.ts';
+import { activateDevice as activate, CapturingTransport, openPrivateSession, PortalBrowser } from '../support/mail.ts';
 import { forEachStore } from '../support/stores.ts';
 
-const activate = (ctx: Parameters<typeof call>[0], auth: Record<string, string>, key: string, productId: string, identifier: string) =>
-  call(ctx, { method: 'POST', url: '/api/v1/licenses/activate', headers: { ...auth, 'license-key': key }, json: { productId, device: { identifier, name: identifier } } });
 
 forEachStore('portal errors', (kind) => {
   const transport = new CapturingTransport();
   const ctx = useTestApp(kind, { app: { mail: { transport } } });
 
-  async function privateSession(auth: Record<string, string>, email: string) {
-    const res = await call(ctx, { method: 'POST', url: '/api/v1/portal/sessions/private', headers: auth, json: { email } });
-    const browser = new PortalBrowser(ctx);
-    await browser.open(res.body.url);
-    return browser;
-  }
+  const privateSession = async (auth: Record<string, string>, email: string) => (await openPrivateSession(ctx, auth, email)).browser;
 
   async function outboxCount(to: string) {
     return (await ctx.services.outbox.listFor(to)).length;

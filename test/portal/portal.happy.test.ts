@@ -1,10 +1,8 @@
 import { expect, it } from 'vitest';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
-import { CapturingTransport, PortalBrowser, portalLinkIn } from '../support/mail.ts';
+import { activateDevice as activate, CapturingTransport, PortalBrowser, portalLinkIn } from '../support/mail.ts';
 import { forEachStore } from '../support/stores.ts';
 
-const activate = (ctx: Parameters<typeof call>[0], auth: Record<string, string>, key: string, productId: string, identifier: string) =>
-  call(ctx, { method: 'POST', url: '/api/v1/licenses/activate', headers: { ...auth, 'license-key': key }, json: { productId, device: { identifier, name: `Laptop ${identifier}` } } });
 
 forEachStore('portal pages', (kind) => {
   const transport = new CapturingTransport();

@@ -1,23 +1,16 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
-import { CapturingTransport, PortalBrowser, portalLinkIn } from '../support/mail.ts';
+import { activateDevice as activate, CapturingTransport, openPrivateSession, PortalBrowser, portalLinkIn } from '../support/mail.ts';
 import { forEachStore } from '../support/stores.ts';
 
-const activate = (ctx: Parameters<typeof call>[0], auth: Record<string, string>, key: string, productId: string, identifier: string) =>
-  call(ctx, { method: 'POST', url: '/api/v1/licenses/activate', headers: { ...auth, 'license-key': key }, json: { productId, device: { identifier, name: identifier } } });
 
 forEachStore('portal security', (kind) => {
   describe('forms and sessions', () => {
     const transport = new CapturingTransport();
     const ctx = useTestApp(kind, { app: { mail: { transport } } });
 
-    async function signedIn(auth: Record<string, string>, email: string) {
-      const res = await call(ctx, { method: 'POST', url: '/api/v1/portal/sessions/private', headers: auth, json: { email } });
-      const browser = new PortalBrowser(ctx);
-      await browser.open(res.body.url);
-      return { browser, url: res.body.url as string };
-    }
+    const signedIn = (auth: Record<string, string>, email: string) => openPrivateSession(ctx, auth, email);
 
     it('refuses a link request without a valid CSRF token and e-mails nothing', async () => {
       const t = await createTenant(ctx);

@@ -1,5 +1,5 @@
 import type { QueuedMail, MailTransport } from '../../src/modules/mail/types.ts';
-import type { TestContext } from './app.ts';
+import { call, type TestContext } from './app.ts';
 
 /** A transport that keeps what it is given; `failures` makes the next sends throw (a refusing server). */
 export class CapturingTransport implements MailTransport {
@@ -98,4 +98,16 @@ export class PortalBrowser {
     if (opened.status !== 303) return opened;
     return this.request('GET', opened.headers.location as string);
   }
+}
+
+/** Activates a device over the server API (portal tests need devices to reset). */
+export const activateDevice = (ctx: TestContext, auth: Record<string, string>, key: string, productId: string, identifier: string) =>
+  call(ctx, { method: 'POST', url: '/api/v1/licenses/activate', headers: { ...auth, 'license-key': key }, json: { productId, device: { identifier, name: `Laptop ${identifier}` } } });
+
+/** An operator-created private session for `email`, opened in a fresh browser. */
+export async function openPrivateSession(ctx: TestContext, auth: Record<string, string>, email: string) {
+  const res = await call(ctx, { method: 'POST', url: '/api/v1/portal/sessions/private', headers: auth, json: { email } });
+  const browser = new PortalBrowser(ctx);
+  await browser.open(res.body.url);
+  return { browser, url: res.body.url as string };
 }

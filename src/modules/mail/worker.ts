@@ -74,13 +74,19 @@ export class OutboxWorker {
     this.wake();
   }
 
-  /** Stops polling and waits for the batch in hand to finish; messages not yet claimed stay queued. */
-  async stop(): Promise<void> {
+  /**
+   * Stops polling and waits for the message in hand (at most `graceMs`, so a hung SMTP server
+   * cannot hold up a shutdown); messages not yet claimed stay queued. A send cut off here keeps
+   * its claim until the lease expires, then it is retried.
+   */
+  async stop(graceMs = 10_000): Promise<void> {
     this.stopping = true;
     this.started = false;
     this.unsubscribe?.();
     clearTimeout(this.timer);
-    await this.running;
+    let grace: NodeJS.Timeout | undefined;
+    await Promise.race([this.running, new Promise((resolve) => (grace = setTimeout(resolve, graceMs)))]);
+    clearTimeout(grace);
     this.transport.close();
   }
 

@@ -168,6 +168,15 @@ forEachStore('license tokens', (kind) => {
     expect(await refreshToken(ctx, l.key, p.id)).toMatchObject({ status: 400, body: { error: { code: 'license_tokens_disabled' } } });
   });
 
+  it("deleting a product deletes its token settings and key", async () => {
+    const { t, p } = await setup();
+    await configureTokens(ctx, t, p.id);
+    expect((await call(ctx, { method: 'DELETE', url: `/api/v1/products/${p.id}?force=true`, headers: t.auth })).status).toBe(200);
+    const rows = await ctx.store.read.all(ctx.store.db.selectFrom('license_token_configs').select('product_id').where('product_id', '=', p.id));
+    expect(rows).toEqual([]);
+    expect(await getPublicKey(ctx, p.id)).toMatchObject({ status: 404 });
+  });
+
   it('stores the private key only sealed, bound to its product', async () => {
     const { t, p } = await setup();
     await configureTokens(ctx, t, p.id);

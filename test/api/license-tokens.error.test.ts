@@ -1,6 +1,8 @@
 import { exportPKCS8, generateKeyPair as joseKeyPair } from 'jose';
 import { generateKeyPairSync } from 'node:crypto';
 import { expect, it } from 'vitest';
+import { buildApp } from '../../src/app.ts';
+import { createServices } from '../../src/services.ts';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
 import { configureTokens, getPublicKey, getTokenConfig, publicActivate, refreshToken, replaceKeyPair } from '../support/license-tokens.ts';
 import { forEachStore } from '../support/stores.ts';
@@ -121,6 +123,23 @@ forEachStore('license tokens: bad input', (kind) => {
     await call(ctx, { method: 'PATCH', url: '/api/v1/licenses', headers: { ...t.auth, 'license-key': l.key }, json: { revoked: true } });
     const revoked = await refreshToken(ctx, l.key, p.id);
     expect(revoked).toMatchObject({ status: 400, body: { error: { code: 'license_revoked', message: 'License is revoked.' } } });
+  });
+
+  it('a server with another SECRET_KEY cannot open the key: a 500 without internals, and no token', async () => {
+    const { t, p, l } = await setup();
+    await configureTokens(ctx, t, p.id);
+    await publicActivate(ctx, l.key, p.id);
+    const store = await ctx.database.open();
+    const other = await buildApp({ config: ctx.config, services: createServices(store, Buffer.alloc(32, 9)), logger: false });
+    try {
+      const res = await other.inject({ method: 'POST', url: '/api/v1/public/licenses/token', payload: { licenseKey: l.key, deviceIdentifier: 'dev-1', productId: p.id } });
+      expect(res.statusCode).toBe(500);
+      expect(res.json()).toEqual({ error: { code: 'internal_error', message: expect.any(String) } });
+      expect(res.body).not.toMatch(/secret|decipher|auth|at /i);
+    } finally {
+      await other.close();
+      await store.close();
+    }
   });
 
   it('token refresh on a product without tokens is license_tokens_disabled', async () => {

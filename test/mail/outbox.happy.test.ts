@@ -59,7 +59,8 @@ forEachStore('mail outbox', (kind) => {
 
   it('retries a refused message with backoff, then gives up after the last attempt', async () => {
     const transport = new CapturingTransport();
-    const worker = new OutboxWorker(ctx.services.outbox, transport, quiet, settings);
+    // Long enough that the retry is not already due when drain() looks again, even on a busy machine.
+    const worker = new OutboxWorker(ctx.services.outbox, transport, quiet, { ...settings, retryBaseMs: 250, maxRetryDelayMs: 250 });
     await ctx.services.outbox.sendStep(async (tx) => void (await ctx.services.outbox.enqueue(tx, message('retry@example.com'))));
     transport.failures = 1;
     await worker.drain();

@@ -24,6 +24,7 @@ afterAll(() => {
   if (!UPDATE_SHOTS) rmSync(SHOTS, { recursive: true, force: true });
 });
 const PHONE = { width: 390, height: 844 };
+const BROWSER_CASE_TIMEOUT = 120_000;
 const DESKTOP = { width: 1280, height: 900 };
 
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -235,7 +236,7 @@ for (const kind of storeKinds()) {
       await page.getByRole('link', { name: 'Get a new link' }).click();
       expect(new URL(page.url()).pathname).toBe('/portal/request');
       await page.close();
-    });
+    }, BROWSER_CASE_TIMEOUT);
 
     it('works without JavaScript: forms submit and the key stays selectable text', async () => {
       const product = await api('POST', '/api/v1/products', { name: 'Plain Tool' });
@@ -252,7 +253,7 @@ for (const kind of storeKinds()) {
       await page.waitForURL(/notice=reset/);
       expect(await card.textContent()).toContain('No device is using this license yet.');
       await closeChromium(noScript);
-    });
+    }, BROWSER_CASE_TIMEOUT);
 
     it('delivers messages left in the outbox by a server that stopped before it could send them', async () => {
       // A server whose SMTP relay is down: the message is attempted, refused and stays queued.
@@ -274,6 +275,6 @@ for (const kind of storeKinds()) {
       expect(mail.messageId).toBe(`<${queued!.id}@localhost>`);
       await expect.poll(async () => (await running!.services.outbox.listFor('restart@example.com'))[0]!.status).toBe('sent');
       expect(smtp.inbox.filter((m) => m.subject === 'Your license key for Restart Pro')).toHaveLength(1);
-    });
+    }, BROWSER_CASE_TIMEOUT);
   });
 }

@@ -24,6 +24,7 @@ export const productImageRoutes: FastifyPluginAsyncTypebox<{ images: ProductImag
         summary: "Upload the product's image",
         description: 'Raw PNG, JPEG or WebP bytes (type checked from the bytes), at most 1 MiB. Plus plan only (403 plan_required).',
         params: ProductParams,
+        consumes: ['image/png', 'image/jpeg', 'image/webp'],
         body: IMAGE_BODY,
         response: { 200: Type.Ref('Product'), ...errorResponses(400, 401, 403, 404, 413, 415) },
       },

@@ -28,6 +28,8 @@ interface Call {
   method: Method;
   path: string;
   body?: unknown;
+  /** A non-JSON body (an image), sent as is. */
+  bytes?: { data: Uint8Array<ArrayBuffer>; contentType: string };
   licenseKey?: string;
   query?: Record<string, string | number | undefined>;
 }
@@ -61,6 +63,10 @@ export class Tessera {
     /** Refused (product_has_licenses) while it has licenses, unless `force` deletes them too. */
     delete: (productId: string, options: { force?: boolean } = {}) =>
       this.call<void>({ method: 'DELETE', path: `/products/${enc(productId)}`, query: { force: options.force ? 'true' : undefined } }),
+    /** PNG, JPEG or WebP bytes, at most 1 MiB (the type is checked from the bytes); accounts on the plus plan only. Shown in purchase e-mails. */
+    setImage: (productId: string, data: Uint8Array<ArrayBuffer>, contentType: 'image/png' | 'image/jpeg' | 'image/webp') =>
+      this.call<Product>({ method: 'PUT', path: `/products/${enc(productId)}/image`, bytes: { data, contentType } }),
+    deleteImage: (productId: string) => this.call<void>({ method: 'DELETE', path: `/products/${enc(productId)}/image` }),
   };
 
   readonly licenses = {
@@ -68,6 +74,8 @@ export class Tessera {
     get: (licenseKey: string) => this.call<License>({ method: 'GET', path: '/licenses', licenseKey }),
     update: (licenseKey: string, input: UpdateLicenseInput) => this.call<License>({ method: 'PATCH', path: '/licenses', licenseKey, body: input }),
     delete: (licenseKey: string) => this.call<void>({ method: 'DELETE', path: '/licenses', licenseKey }),
+    /** Queues the purchase e-mail to the license's address again (400 when it has none). */
+    sendEmail: (licenseKey: string) => this.call<void>({ method: 'POST', path: '/licenses/send-email', licenseKey }),
     revoke: (licenseKey: string) => this.call<License>({ method: 'PATCH', path: '/licenses', licenseKey, body: { revoked: true } }),
     list: (productId: string, options: { email?: string; limit?: number; cursor?: string } = {}) =>
       this.call<LicensePage>({ method: 'GET', path: `/products/${enc(productId)}/licenses`, query: options }),
@@ -112,16 +120,18 @@ export class Tessera {
     } while (cursor);
   }
 
-  private async call<T>({ method, path, body, licenseKey, query }: Call): Promise<T> {
+  private async call<T>({ method, path, body, bytes, licenseKey, query }: Call): Promise<T> {
     const url = new URL(`${this.baseUrl}/api/v1${path}`);
     for (const [name, value] of Object.entries(query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
     const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey}`, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
+    if (bytes) headers['content-type'] = bytes.contentType;
     if (licenseKey !== undefined) headers['license-key'] = licenseKey;
     let response: Response;
     let text: string;
     try {
-      response = await this.fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(this.timeoutMs) });
+      const payload = bytes ? bytes.data : body === undefined ? undefined : JSON.stringify(body);
+      response = await this.fetch(url, { method, headers, body: payload, signal: AbortSignal.timeout(this.timeoutMs) });
       text = await response.text();
     } catch (cause) {
       const timedOut = cause instanceof Error && cause.name === 'TimeoutError';

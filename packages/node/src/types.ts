@@ -58,6 +58,8 @@ export interface CreateLicenseInput {
   expiresAt?: string | null;
   maxDevices: number;
   email?: string | null;
+  /** Queue the purchase e-mail to `email` (which is then required). */
+  sendEmail?: boolean;
 }
 
 export interface UpdateLicenseInput {

@@ -73,6 +73,23 @@ forEachStore('server SDK against a running server', (kind) => {
     expect(await failure(tessera.licenses.get(second.key))).toMatchObject({ status: 404, code: 'not_found' });
   });
 
+  it('sets and deletes a product image (plus plan only), and resends the purchase e-mail', async () => {
+    const png = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201a5b5a0b40000000049454e44ae426082', 'hex');
+    const { id: productId } = await tessera.products.create({ name: 'Pictured' });
+    expect(await failure(tessera.products.setImage(productId, png, 'image/png'))).toMatchObject({ status: 403, code: 'plan_required' });
+    const plus = new Tessera({ apiKey: (await createTenant(ctx, 'plus')).apiKey, baseUrl });
+    const { id: plusProduct } = await plus.products.create({ name: 'Pictured' });
+    expect(await plus.products.setImage(plusProduct, png, 'image/png')).toMatchObject({ id: plusProduct, hasImage: true });
+    expect(await failure(plus.products.setImage(plusProduct, Buffer.from('<svg/>'), 'image/png'))).toMatchObject({ status: 415, code: 'unsupported_media_type' });
+    expect(await plus.products.deleteImage(plusProduct)).toBeUndefined();
+    expect((await plus.products.get(plusProduct)).hasImage).toBe(false);
+
+    const withEmail = await tessera.licenses.create({ productId, type: 'perpetual', maxDevices: 1, email: 'buyer@example.com', sendEmail: true });
+    expect(await tessera.licenses.sendEmail(withEmail.key)).toBeUndefined();
+    const without = await tessera.licenses.create({ productId, type: 'perpetual', maxDevices: 1 });
+    expect(await failure(tessera.licenses.sendEmail(without.key))).toMatchObject({ status: 400 });
+  });
+
   it('configures license tokens and key pairs', async () => {
     const { id: productId } = await tessera.products.create({ name: 'Tokens' });
     const { id: sibling } = await tessera.products.create({ name: 'Sibling' });

@@ -11,6 +11,8 @@ export interface Product {
   portalAllowDeviceReset: boolean;
   hasImage: boolean;
   fallbackEnabled: boolean;
+  portalDeviceResetLimit: number;
+  portalDeviceResetWindowDays: number;
   purchaseNote: string | null;
   actionButtonText: string | null;
   actionButtonUrl: string | null;
@@ -27,6 +29,10 @@ export interface ProductFields {
   actionButtonText?: string | null;
   /** http(s) URL; `{key}` is replaced by the URL-encoded license key where shown. */
   actionButtonUrl?: string | null;
+  /** Portal device resets per license within the window (1 to 1000, default 3). */
+  portalDeviceResetLimit?: number;
+  /** That window in days (1 to 365, default 30). */
+  portalDeviceResetWindowDays?: number;
 }
 
 export interface Device {

@@ -28,8 +28,8 @@ forEachStore('server SDK against a running server', (kind) => {
   });
 
   it('manages products', async () => {
-    const product = await tessera.products.create({ name: 'Editor', fallbackEnabled: true });
-    expect(product).toMatchObject({ id: expect.stringMatching(/^p_/), name: 'Editor', fallbackEnabled: true, portalShow: true });
+    const product = await tessera.products.create({ name: 'Editor', fallbackEnabled: true, portalDeviceResetLimit: 5 });
+    expect(product).toMatchObject({ id: expect.stringMatching(/^p_/), name: 'Editor', fallbackEnabled: true, portalShow: true, portalDeviceResetLimit: 5, portalDeviceResetWindowDays: 30 });
     expect(await tessera.products.get(product.id)).toEqual(product);
     expect(await tessera.products.update(product.id, { description: 'A text editor' })).toMatchObject({ description: 'A text editor' });
     expect((await tessera.products.list()).map((p) => p.id)).toContain(product.id);

@@ -35,9 +35,10 @@ export class SqlPortalRepository implements PortalRepository {
           .$if(this.store.lockRows, (q) => q.forUpdate()),
       );
       if (recent.length >= maxPerWindow) return { limitedUntil: recent[0]!.requested_at + windowMs };
-      await tx.run(this.db.deleteFrom('portal_link_requests').where('email_normalized', '=', email).where('requested_at', '<=', since));
       await tx.run(this.db.insertInto('portal_link_requests').values({ email_normalized: email, requested_at: now }));
-      // Housekeeping on a path that is already rate limited: expired tokens go.
+      // Housekeeping on a path that is already rate limited: requests out of the window and
+      // expired tokens go (both indexed by time).
+      await tx.run(this.db.deleteFrom('portal_link_requests').where('requested_at', '<=', since));
       await tx.run(this.db.deleteFrom('portal_tokens').where('expires_at', '<', now - DAY));
       const any = await tx.first(this.visible({ email, userId: null }).select('l.key').limit(1));
       if (!any) return { queued: false };
@@ -144,6 +145,7 @@ export class SqlPortalRepository implements PortalRepository {
       }
       const removed = await tx.run(this.db.deleteFrom('devices').where('license_key', '=', key));
       if (removed === 0) return { outcome: 'nothing' };
+      await tx.run(this.db.deleteFrom('portal_device_resets').where('license_key', '=', key).where('reset_at', '<=', now - windowMs));
       await tx.run(this.db.insertInto('portal_device_resets').values({ license_key: key, reset_at: now }));
       return { outcome: 'done', removed };
     });

@@ -43,6 +43,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('requested_at', 'bigint', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('portal_link_requests_idx').on('portal_link_requests').columns(['email_normalized', 'requested_at']).execute();
+  await db.schema.createIndex('portal_link_requests_age_idx').on('portal_link_requests').column('requested_at').execute();
 
   await db.schema
     .createTable('portal_device_resets')

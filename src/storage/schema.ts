@@ -91,7 +91,7 @@ export interface MailOutboxTable {
   status: 'pending' | 'sent' | 'failed';
   attempts: number;
   next_attempt_at: number;
-  /** The worker holding the message, until `claimed_until` (a lease: a crashed worker's claim expires). */
+  /** The worker holding the message until `claimed_until` (a lease: a crashed worker's claim expires); on a sent message, its sender. */
   claimed_by: string | null;
   claimed_until: number | null;
   last_error: string | null;

@@ -8,14 +8,16 @@ export class TestSmtpServer {
   private readonly server: SMTPServer;
   port = 0;
 
-  constructor() {
+  /** `delayMs` slows every accepted message down, like a busy relay. */
+  constructor(delayMs = 0) {
     this.server = new SMTPServer({
       authOptional: true,
       disabledCommands: ['STARTTLS'],
       logger: false,
       onData: (stream, _session, callback) => {
         simpleParser(stream)
-          .then((mail) => {
+          .then(async (mail) => {
+            if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
             this.inbox.push(mail);
             callback();
           })

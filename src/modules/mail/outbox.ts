@@ -104,7 +104,8 @@ export class Outbox {
       tx.run(
         this.store.db
           .updateTable('mail_outbox')
-          .set({ status: 'sent', sent_at: this.clock(), claimed_by: null, claimed_until: null, last_error: null })
+          // claimed_by stays: which worker sent it.
+          .set({ status: 'sent', sent_at: this.clock(), claimed_until: null, last_error: null })
           .where('id', '=', id)
           .where('claimed_by', '=', workerId),
       ),

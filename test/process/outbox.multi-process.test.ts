@@ -1,0 +1,51 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Outbox } from '../../src/modules/mail/outbox.ts';
+import { type ServerProcess, startServer } from '../support/server-process.ts';
+import { TestSmtpServer } from '../support/smtp.ts';
+import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.ts';
+
+// Several processes on one PostgreSQL drain one outbox: every message goes out exactly once.
+const describePg = storeKinds().includes('postgres') ? describe : describe.skip;
+const MESSAGES = 120;
+
+describePg('e-mail outbox drained by two server processes on one PostgreSQL', () => {
+  // A relay that takes 40 ms per message, so neither process can empty the outbox alone before the other starts.
+  const smtp = new TestSmtpServer(40);
+  let database: TestDatabase;
+  let servers: ServerProcess[] = [];
+
+  beforeAll(async () => {
+    const smtpUrl = await smtp.start();
+    database = await createTestDatabase('postgres');
+    const store = await database.open();
+    const outbox = new Outbox(store);
+    await store.write(async (tx) => {
+      for (let i = 0; i < MESSAGES; i++) {
+        await outbox.enqueue(tx, { kind: 'test', to: `customer${i}@example.com`, subject: `Message ${i}`, text: `Hello ${i}`, html: `<p>Hello ${i}</p>` });
+      }
+    });
+    await store.close();
+    servers = await Promise.all([startServer({ ...database.env, SMTP_URL: smtpUrl }), startServer({ ...database.env, SMTP_URL: smtpUrl })]);
+  }, 90_000);
+
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+    await smtp.stop();
+    await database?.drop();
+  });
+
+  it('sends every queued message once, with both processes taking part', async () => {
+    const deadline = Date.now() + 60_000;
+    while (smtp.inbox.length < MESSAGES && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 1500)); // room for a duplicate to show up
+    const subjects = smtp.inbox.map((m) => m.subject);
+    expect(subjects).toHaveLength(MESSAGES);
+    expect(new Set(subjects).size).toBe(MESSAGES);
+
+    const store = await database.open();
+    const rows = await store.read.all(store.db.selectFrom('mail_outbox').select(['status', 'attempts', 'claimed_by']));
+    await store.close();
+    expect(rows.every((r) => r.status === 'sent' && r.attempts === 1)).toBe(true);
+    expect(new Set(rows.map((r) => r.claimed_by)).size).toBe(2);
+  }, 90_000);
+});

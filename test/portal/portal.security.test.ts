@@ -108,6 +108,15 @@ forEachStore('portal security', (kind) => {
       }
     });
 
+    it('shows only its own notices, whatever the query asks for', async () => {
+      for (const notice of ['__proto__', 'constructor', 'toString', '<script>']) {
+        const res = await call(ctx, { method: 'GET', url: `/portal/request?notice=${encodeURIComponent(notice)}` });
+        expect(res.status).toBe(200);
+        expect(res.body).not.toContain('class="notice');
+      }
+      expect((await call(ctx, { method: 'GET', url: '/portal/request?notice=signed-out' })).body).toContain('You are signed out.');
+    });
+
     it('takes the token out of the address bar and sets no cookie without a valid link', async () => {
       const t = await createTenant(ctx);
       await createLicense(ctx, t, (await createProduct(ctx, t)).id, { email: 'redirect@example.com' });

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { AppError } from '../../core/errors.ts';
+import { normalizeLicenseKey } from '../../core/license-key.ts';
 import { toIso } from '../../core/time.ts';
 import { toAppError } from '../../http/errors.ts';
 import { Email, errorResponses } from '../../http/schema-helpers.ts';
@@ -38,12 +39,12 @@ const HOUR = 60 * MINUTE;
 const CSP = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /** Notices a redirect may ask for: fixed texts chosen by code, never text from the URL. */
-const NOTICES: Record<string, Notice> = {
-  reset: { tone: 'ok', text: 'Devices reset. You can now activate the license on another device.' },
-  'no-devices': { tone: 'warn', text: 'That license has no devices to reset.' },
-  'signed-out': { tone: 'ok', text: 'You are signed out.' },
-  'session-ended': { tone: 'warn', text: 'Your portal session has ended. Ask for a new link to continue.' },
-};
+const NOTICES = new Map<string | undefined, Notice>([
+  ['reset', { tone: 'ok', text: 'Devices reset. You can now activate the license on another device.' }],
+  ['no-devices', { tone: 'warn', text: 'That license has no devices to reset.' }],
+  ['signed-out', { tone: 'ok', text: 'You are signed out.' }],
+  ['session-ended', { tone: 'warn', text: 'Your portal session has ended. Ask for a new link to continue.' }],
+]);
 
 const RequestQuery = Type.Object({ email: Type.Optional(Type.String({ maxLength: 320 })), notice: Type.Optional(Type.String({ maxLength: 32 })) });
 const PortalQuery = Type.Object({ token: Type.Optional(Type.String({ maxLength: 128 })), notice: Type.Optional(Type.String({ maxLength: 32 })) });
@@ -126,7 +127,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
   );
 
   app.get('/portal/request', { config: pageLimit, schema: { hide: true, querystring: RequestQuery } }, async (req, reply) => {
-    const page = requestPage({ email: req.query.email ?? '', csrf: csrf.token(browserValue(req, reply)), notice: NOTICES[req.query.notice ?? ''] });
+    const page = requestPage({ email: req.query.email ?? '', csrf: csrf.token(browserValue(req, reply)), notice: NOTICES.get(req.query.notice) });
     return send(reply, 200, page);
   });
 
@@ -164,7 +165,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
     }
     const current = await currentSession(req);
     if (!current) return req.headers.cookie?.includes(`${SESSION_COOKIE}=`) ? sessionEnded(reply) : reply.redirect('/portal/request', 303);
-    return renderPortal(req, reply, 200, current.session, NOTICES[req.query.notice ?? '']);
+    return renderPortal(req, reply, 200, current.session, NOTICES.get(req.query.notice));
   });
 
   app.post('/portal/licenses/reset', { config: pageLimit, bodyLimit: FORM_LIMIT, schema: { hide: true, body: ResetForm } }, async (req, reply) => {
@@ -174,7 +175,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
     const result = await portal.resetDevices(current.session, req.body.key);
     switch (result.outcome) {
       case 'done':
-        return reply.redirect(`/portal?notice=reset#license-${encodeURIComponent(req.body.key.trim().toUpperCase())}`, 303);
+        return reply.redirect(`/portal?notice=reset#license-${encodeURIComponent(normalizeLicenseKey(req.body.key))}`, 303);
       case 'nothing':
         return reply.redirect('/portal?notice=no-devices', 303);
       case 'not_found':

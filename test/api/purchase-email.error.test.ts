@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
-import { CapturingTransport } from '../support/mail.ts';
+import { CapturingTransport, outboxFor } from '../support/mail.ts';
 import { forEachStore } from '../support/stores.ts';
 
 forEachStore('purchase e-mail errors', (kind) => {
@@ -37,6 +37,6 @@ forEachStore('purchase e-mail errors', (kind) => {
     expect((await call(ctx, { method: 'POST', url, headers: { ...t.auth, 'license-key': 'AAAAA-BBBBB-CCCCC-DDDDD-EEEEE' } })).status).toBe(404);
     expect((await call(ctx, { method: 'POST', url, headers: { 'license-key': withEmail.key } })).status).toBe(401);
     expect((await call(ctx, { method: 'POST', url, headers: t.auth })).status).toBe(400);
-    expect(await ctx.services.outbox.listFor('foreign@example.com')).toEqual([]);
+    expect(await outboxFor(ctx.store, 'foreign@example.com')).toEqual([]);
   });
 });

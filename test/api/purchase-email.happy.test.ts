@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
-import { CapturingTransport } from '../support/mail.ts';
+import { CapturingTransport, outboxFor } from '../support/mail.ts';
 import { PNG } from '../support/images.ts';
 import { forEachStore } from '../support/stores.ts';
 
@@ -59,7 +59,7 @@ forEachStore('purchase e-mail', (kind) => {
     const t = await createTenant(ctx);
     await createLicense(ctx, t, (await createProduct(ctx, t)).id, { email: 'quiet@example.com' });
     await createLicense(ctx, t, (await createProduct(ctx, t)).id, { email: 'quiet@example.com', sendEmail: false });
-    expect(await ctx.services.outbox.listFor('quiet@example.com')).toEqual([]);
+    expect(await outboxFor(ctx.store, 'quiet@example.com')).toEqual([]);
   });
 
   it('sends the e-mail again on POST /licenses/send-email', async () => {

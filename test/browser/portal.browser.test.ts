@@ -9,6 +9,7 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import type { Store } from '../../src/storage/index.ts';
+import { outboxFor } from '../support/mail.ts';
 import { TestSmtpServer } from '../support/smtp.ts';
 import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.ts';
 
@@ -263,8 +264,8 @@ for (const kind of storeKinds()) {
       const deadRelay = `smtp://127.0.0.1:${await freePort()}`;
       running = await startApp(database, port.port, deadRelay, 300);
       const license = await api('POST', '/api/v1/licenses', { productId: product.id, type: 'perpetual', maxDevices: 1, email: 'restart@example.com', sendEmail: true });
-      const [queued] = await running.services.outbox.listFor('restart@example.com');
-      await expect.poll(async () => (await running!.services.outbox.listFor('restart@example.com'))[0]!.attempts, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+      const [queued] = await outboxFor(running!.store, 'restart@example.com');
+      await expect.poll(async () => (await outboxFor(running!.store, 'restart@example.com'))[0]!.attempts, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
       expect(smtp.inbox.some((m) => m.subject === 'Your license key for Restart Pro')).toBe(false);
       await stopApp(running);
 
@@ -273,7 +274,7 @@ for (const kind of storeKinds()) {
       const mail = await smtp.waitFor('restart@example.com', /Your license key for Restart Pro/);
       expect(mail.text).toContain(license.key);
       expect(mail.messageId).toBe(`<${queued!.id}@localhost>`);
-      await expect.poll(async () => (await running!.services.outbox.listFor('restart@example.com'))[0]!.status).toBe('sent');
+      await expect.poll(async () => (await outboxFor(running!.store, 'restart@example.com'))[0]!.status).toBe('sent');
       expect(smtp.inbox.filter((m) => m.subject === 'Your license key for Restart Pro')).toHaveLength(1);
     }, BROWSER_CASE_TIMEOUT);
   });

@@ -7,7 +7,7 @@ import type { Store } from '../../src/storage/index.ts';
 import { Outbox } from '../../src/modules/mail/outbox.ts';
 import { createMailTransport } from '../../src/modules/mail/transport.ts';
 import { OutboxWorker, retryDelay } from '../../src/modules/mail/worker.ts';
-import { CapturingTransport, waitUntil } from '../support/mail.ts';
+import { CapturingTransport, waitUntil, outboxFor } from '../support/mail.ts';
 import { createTestDatabase, forEachStore, type StoreKind, type TestDatabase } from '../support/stores.ts';
 
 const quiet = { info() {}, warn() {}, error() {} };
@@ -42,8 +42,8 @@ forEachStore('mail outbox', (kind) => {
         throw new Error('the change failed');
       }),
     ).rejects.toThrow('the change failed');
-    expect(await outbox.listFor('committed@example.com')).toHaveLength(1);
-    expect(await outbox.listFor('rolled-back@example.com')).toEqual([]);
+    expect(await outboxFor(ctx.store, 'committed@example.com')).toHaveLength(1);
+    expect(await outboxFor(ctx.store, 'rolled-back@example.com')).toEqual([]);
   });
 
   it('delivers queued messages and marks them sent', async () => {
@@ -52,7 +52,7 @@ forEachStore('mail outbox', (kind) => {
     await ctx.services.outbox.sendStep(async (tx) => void (await ctx.services.outbox.enqueue(tx, message('deliver@example.com', 'First'))));
     expect(await worker.drain()).toBeGreaterThanOrEqual(1);
     expect(transport.sent.filter((m) => m.to === 'deliver@example.com').map((m) => m.subject)).toEqual(['First']);
-    const [row] = await ctx.services.outbox.listFor('deliver@example.com');
+    const [row] = await outboxFor(ctx.store, 'deliver@example.com');
     expect(row).toMatchObject({ status: 'sent', attempts: 1, lastError: null });
     expect(await worker.drain()).toBe(0);
   });
@@ -64,16 +64,16 @@ forEachStore('mail outbox', (kind) => {
     await ctx.services.outbox.sendStep(async (tx) => void (await ctx.services.outbox.enqueue(tx, message('retry@example.com'))));
     transport.failures = 1;
     await worker.drain();
-    let [row] = await ctx.services.outbox.listFor('retry@example.com');
+    let [row] = await outboxFor(ctx.store, 'retry@example.com');
     expect(row).toMatchObject({ status: 'pending', attempts: 1, lastError: '550 mailbox unavailable' });
-    await waitUntil(async () => (await worker.drain(), (await ctx.services.outbox.listFor('retry@example.com'))[0]!.status === 'sent'));
-    [row] = await ctx.services.outbox.listFor('retry@example.com');
+    await waitUntil(async () => (await worker.drain(), (await outboxFor(ctx.store, 'retry@example.com'))[0]!.status === 'sent'));
+    [row] = await outboxFor(ctx.store, 'retry@example.com');
     expect(row!.attempts).toBe(2);
 
     await ctx.services.outbox.sendStep(async (tx) => void (await ctx.services.outbox.enqueue(tx, message('hopeless@example.com'))));
     transport.failures = 100;
-    await waitUntil(async () => (await worker.drain(), (await ctx.services.outbox.listFor('hopeless@example.com'))[0]!.status === 'failed'));
-    [row] = await ctx.services.outbox.listFor('hopeless@example.com');
+    await waitUntil(async () => (await worker.drain(), (await outboxFor(ctx.store, 'hopeless@example.com'))[0]!.status === 'failed'));
+    [row] = await outboxFor(ctx.store, 'hopeless@example.com');
     expect(row!.attempts).toBe(settings.maxAttempts);
     transport.failures = 0;
   });
@@ -113,7 +113,7 @@ forEachStore('mail outbox', (kind) => {
     await new Promise((r) => setTimeout(r, 200));
     await survivor.drain();
     expect(transport.sent.map((m) => m.to)).toContain('crashed@example.com');
-    const [row] = await outbox.listFor('crashed@example.com');
+    const [row] = await outboxFor(ctx.store, 'crashed@example.com');
     expect(row).toMatchObject({ status: 'sent', attempts: 2 });
   });
 
@@ -141,12 +141,12 @@ forEachStore('mail outbox', (kind) => {
     const worker = new OutboxWorker(ctx.services.outbox, hung, quiet, settings);
     worker.start();
     await ctx.services.outbox.sendStep(async (tx) => void (await ctx.services.outbox.enqueue(tx, message('hung@example.com'))));
-    await waitUntil(async () => (await ctx.services.outbox.listFor('hung@example.com'))[0]!.attempts === 1);
+    await waitUntil(async () => (await outboxFor(ctx.store, 'hung@example.com'))[0]!.attempts === 1);
     const started = Date.now();
     await worker.stop(100);
     expect(Date.now() - started).toBeLessThan(1000);
     // Still claimed by the stopped worker: another one retries it once the lease runs out.
-    expect((await ctx.services.outbox.listFor('hung@example.com'))[0]!.status).toBe('pending');
+    expect((await outboxFor(ctx.store, 'hung@example.com'))[0]!.status).toBe('pending');
   });
 
   it('starts with the app and stops cleanly, leaving unclaimed messages queued', async () => {
@@ -159,6 +159,6 @@ forEachStore('mail outbox', (kind) => {
     await ctx.services.outbox.sendStep(async (tx) => void (await ctx.services.outbox.enqueue(tx, message('after-stop@example.com'))));
     await new Promise((r) => setTimeout(r, 100));
     expect(transport.sent.map((m) => m.to)).not.toContain('after-stop@example.com');
-    expect((await ctx.services.outbox.listFor('after-stop@example.com'))[0]!.status).toBe('pending');
+    expect((await outboxFor(ctx.store, 'after-stop@example.com'))[0]!.status).toBe('pending');
   });
 });

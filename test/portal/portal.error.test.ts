@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
-import { activateDevice as activate, CapturingTransport, openPrivateSession, PortalBrowser } from '../support/mail.ts';
+import { activateDevice as activate, CapturingTransport, openPrivateSession, PortalBrowser, outboxFor } from '../support/mail.ts';
 import { forEachStore } from '../support/stores.ts';
 
 
@@ -11,7 +11,7 @@ forEachStore('portal errors', (kind) => {
   const privateSession = async (auth: Record<string, string>, email: string) => (await openPrivateSession(ctx, auth, email)).browser;
 
   async function outboxCount(to: string) {
-    return (await ctx.services.outbox.listFor(to)).length;
+    return (await outboxFor(ctx.store, to)).length;
   }
 
   it('answers an unknown link with a clear page and a way to ask for a new one', async () => {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
-import { activateDevice as activate, CapturingTransport, openPrivateSession, PortalBrowser, portalLinkIn } from '../support/mail.ts';
+import { activateDevice as activate, CapturingTransport, openPrivateSession, PortalBrowser, portalLinkIn, outboxFor } from '../support/mail.ts';
 import { forEachStore } from '../support/stores.ts';
 
 
@@ -29,7 +29,7 @@ forEachStore('portal security', (kind) => {
       // No cookie at all (a cross-site form post from a fresh browser).
       const bare = await ctx.app.inject({ method: 'POST', url: '/portal/request', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: `email=csrf%40example.com&csrf=${other.csrf}` });
       expect(bare.statusCode).toBe(403);
-      expect(await ctx.services.outbox.listFor('csrf@example.com')).toEqual([]);
+      expect(await outboxFor(ctx.store, 'csrf@example.com')).toEqual([]);
     });
 
     it('refuses a device reset and a sign-out without the CSRF token', async () => {
@@ -163,7 +163,7 @@ forEachStore('portal security', (kind) => {
         expect(Number(last!.headers['retry-after'])).toBeLessThanOrEqual(3600);
         expect(last!.body).toContain('Too many links were requested for this address');
       }
-      expect((await ctx.services.outbox.listFor('FLOOD@EXAMPLE.COM')).length).toBe(5);
+      expect((await outboxFor(ctx.store, 'FLOOD@EXAMPLE.COM')).length).toBe(5);
     });
 
     it('limits link requests per client address', async () => {

@@ -1,4 +1,5 @@
 import type { QueuedMail, MailTransport } from '../../src/modules/mail/types.ts';
+import type { Store } from '../../src/storage/index.ts';
 import { call, type TestContext } from './app.ts';
 
 /** A transport that keeps what it is given; `failures` makes the next sends throw (a refusing server). */
@@ -110,4 +111,10 @@ export async function openPrivateSession(ctx: TestContext, auth: Record<string, 
   const browser = new PortalBrowser(ctx);
   await browser.open(res.body.url);
   return { browser, url: res.body.url as string };
+}
+
+/** Every outbox row for one address, oldest first. */
+export async function outboxFor(store: Store, to: string) {
+  const rows = await store.read.all(store.db.selectFrom('mail_outbox').selectAll().where('to_address', '=', to).orderBy('created_at').orderBy('id'));
+  return rows.map((r) => ({ id: r.id, kind: r.kind, status: r.status, attempts: r.attempts, lastError: r.last_error }));
 }

@@ -137,12 +137,4 @@ export class Outbox {
       tx.run(this.store.db.deleteFrom('mail_outbox').where('status', '=', 'sent').where('sent_at', '<', before)),
     );
   }
-
-  /** Every message for one address, newest last (operator tooling and tests). */
-  async listFor(address: string): Promise<(QueuedMail & { status: MailOutboxTable['status']; lastError: string | null })[]> {
-    const rows = await this.store.read.all(
-      this.store.db.selectFrom('mail_outbox').selectAll().where('to_address', '=', address).orderBy('created_at').orderBy('id'),
-    );
-    return rows.map((r) => ({ ...toQueued(r), status: r.status, lastError: r.last_error }));
-  }
 }

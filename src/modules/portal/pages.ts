@@ -28,7 +28,7 @@ function layout(title: string, content: SafeHtml, options: { narrow?: boolean; w
 <body>
 <a class="skip" href="#main">Skip to content</a>
 <header class="topbar"><div class="topbar-inner"><a class="brand" href="/portal">License portal</a>${options.who}</div></header>
-<main id="main" class="${options.narrow ? 'narrow' : ''}">
+<main id="main"${options.narrow ? html` class="narrow"` : ''}>
 ${content}
 </main>
 <footer>Links sent by e-mail work for 2 hours. Keep your license keys private.</footer>

@@ -17,8 +17,10 @@ export function registerJsonBody(app: FastifyInstance): void {
     if (text.trim() === '') return done(null, {});
     parse(request, text, done);
   });
-  // A POST with no body at all (no Content-Type) is treated like `{}` too.
-  app.addHook('preValidation', async (request) => {
+  // A POST with no body at all (no Content-Type) is treated like `{}` too. A callback hook, not
+  // an async one: it runs on every request and needs no promise.
+  app.addHook('preValidation', (request, _reply, done) => {
     if (request.body === undefined && request.method !== 'GET' && request.method !== 'HEAD') request.body = {};
+    done();
   });
 }

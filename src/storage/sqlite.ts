@@ -8,6 +8,28 @@ import { type Executor, type Statement, type Store, toSqlQuery } from './store.t
 
 const STATEMENT_CACHE_LIMIT = 500;
 
+/**
+ * A prepared statement. Readers return raw arrays that `row` turns into objects: better-sqlite3
+ * builds each row object property by property in C++, which costs more than the query itself
+ * on the hot paths.
+ */
+interface CachedStatement {
+  stmt: BetterSqlite3.Statement;
+  row: ((values: unknown[]) => unknown) | null;
+  /** Writes nothing: may run in the shared read transaction. */
+  readonly: boolean;
+}
+
+/**
+ * A row builder for one statement's columns, generated once (as ajv and fast-json-stringify do)
+ * so every row is an object literal of one shape. Column names come from our own SQL and are
+ * quoted with JSON.stringify.
+ */
+function rowBuilder(columns: string[]): (values: unknown[]) => unknown {
+  const fields = columns.map((name, i) => `${JSON.stringify(name)}: v[${i}]`);
+  return new Function('v', `return { ${fields.join(', ')} };`) as (values: unknown[]) => unknown;
+}
+
 interface Job {
   work: (tx: Executor) => Promise<unknown>;
   resolve: (value: unknown) => void;
@@ -26,10 +48,12 @@ export class SqliteStore implements Store {
   readonly db: Kysely<Database>;
   readonly read: Executor;
   private readonly conn: BetterSqlite3.Database;
-  private readonly statements = new Map<string, BetterSqlite3.Statement>();
+  private readonly statements = new Map<string, CachedStatement>();
   private queue: Job[] = [];
   private flushing = false;
   private closed = false;
+  /** A read transaction is open, shared by every read of this event-loop turn. */
+  private reading = false;
 
   private constructor(file: string) {
     this.conn = new BetterSqlite3(file);
@@ -62,6 +86,7 @@ export class SqliteStore implements Store {
   }
 
   private async flush(): Promise<void> {
+    this.endRead();
     const jobs = this.queue;
     this.queue = [];
     const outcomes: { ok: boolean; value: unknown }[] = [];
@@ -98,22 +123,45 @@ export class SqliteStore implements Store {
     else this.flushing = false;
   }
 
-  private statement(sql: string): BetterSqlite3.Statement {
-    let stmt = this.statements.get(sql);
-    if (!stmt) {
+  private statement(sql: string): CachedStatement {
+    let cached = this.statements.get(sql);
+    if (!cached) {
       if (this.statements.size >= STATEMENT_CACHE_LIMIT) this.statements.clear();
-      stmt = this.conn.prepare(sql);
-      this.statements.set(sql, stmt);
+      const stmt = this.conn.prepare(sql);
+      const row = stmt.reader ? rowBuilder(stmt.columns().map((c) => c.name)) : null;
+      cached = { stmt: row ? stmt.raw(true) : stmt, row, readonly: stmt.readonly };
+      this.statements.set(sql, cached);
     }
-    return stmt;
+    return cached;
   }
+
+  /**
+   * Reads outside a write share one read transaction per event-loop turn, ended in the check
+   * phase: each statement then skips taking and releasing SQLite's file locks. A write batch
+   * ends it first, so writes never run inside it and readers see every committed write.
+   */
+  private beginRead(): void {
+    if (this.reading || this.conn.inTransaction) return; // inside a write batch: its transaction
+    this.conn.exec('BEGIN');
+    this.reading = true;
+    setImmediate(this.endRead);
+  }
+
+  private readonly endRead = (): void => {
+    if (!this.reading) return;
+    this.reading = false;
+    this.conn.exec('COMMIT');
+  };
 
   private executor(): Executor {
     // better-sqlite3 is synchronous; results are wrapped so repositories are store-agnostic.
     const all = <R>(query: Statement<R>): R[] => {
       const { sql, parameters } = toSqlQuery(query);
-      const stmt = this.statement(sql);
-      if (stmt.reader) return stmt.all(...parameters) as R[];
+      const { stmt, row, readonly } = this.statement(sql);
+      // A write outside `write` (or a RETURNING) commits on its own, as it always did.
+      if (readonly) this.beginRead();
+      else this.endRead();
+      if (row) return (stmt.all(...parameters) as unknown[][]).map(row) as R[];
       stmt.run(...parameters);
       return [];
     };
@@ -122,7 +170,8 @@ export class SqliteStore implements Store {
       first: async (query) => all(query)[0],
       run: async (query) => {
         const { sql, parameters } = toSqlQuery(query);
-        return this.statement(sql).run(...parameters).changes;
+        this.endRead();
+        return this.statement(sql).stmt.run(...parameters).changes;
       },
     };
   }
@@ -135,6 +184,7 @@ export class SqliteStore implements Store {
     if (this.closed) return;
     this.closed = true;
     while (this.flushing) await new Promise((r) => setImmediate(r));
+    this.endRead();
     this.conn.close();
   }
 }

@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Store } from '../../src/storage/index.ts';
+import { createTestDatabase, forEachStore, type TestDatabase } from '../support/stores.ts';
+
+// The executor contract the repositories rely on, on both stores. On SQLite reads share one
+// read transaction per event-loop turn and rows are built from raw arrays: these cases pin down
+// that neither changes what a caller sees.
+forEachStore('store executor', (kind) => {
+  let database: TestDatabase;
+  let store: Store;
+  let other: Store;
+
+  beforeAll(async () => {
+    database = await createTestDatabase(kind);
+    store = await database.open();
+    other = await database.open(); // a second process on the same data (the CLI, a second server)
+  });
+
+  afterAll(async () => {
+    await other.close();
+    await store.close();
+    await database.drop();
+  });
+
+  const insertAccount = (s: Store, email: string) =>
+    s.write((tx) =>
+      tx.run(s.db.insertInto('accounts').values({ id: randomUUID(), email, password_hash: 'x', plan: 'free', created_at: Date.now() })),
+    );
+  const byEmail = (s: Store, email: string) => s.read.first(s.db.selectFrom('accounts').select(['email', 'plan as tier']).where('email', '=', email));
+
+  it('answers a read and a write issued in the same turn, and the next read sees the write', async () => {
+    const [before, changed] = await Promise.all([byEmail(store, 'same-turn@example.com'), insertAccount(store, 'same-turn@example.com')]);
+    expect(before).toBeUndefined();
+    expect(changed).toBe(1);
+    expect(await byEmail(store, 'same-turn@example.com')).toEqual({ email: 'same-turn@example.com', tier: 'free' });
+  });
+
+  it('makes an acknowledged write visible to another process at once, while this one keeps reading', async () => {
+    expect(await byEmail(store, 'seen@example.com')).toBeUndefined();
+    await insertAccount(store, 'seen@example.com');
+    expect(await byEmail(other, 'seen@example.com')).toMatchObject({ email: 'seen@example.com' });
+
+    // The other way round: this process was reading in this turn; the other one writes.
+    expect(await byEmail(store, 'from-other@example.com')).toBeUndefined();
+    await insertAccount(other, 'from-other@example.com');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await byEmail(store, 'from-other@example.com')).toMatchObject({ email: 'from-other@example.com' });
+  });
+
+  it('commits a write run outside a unit of work before answering', async () => {
+    const id = randomUUID();
+    await byEmail(store, 'nobody@example.com'); // a read first, in this turn
+    await store.read.run(store.db.insertInto('accounts').values({ id, email: 'outside@example.com', password_hash: 'x', plan: 'plus', created_at: 1 }));
+    expect(await other.read.first(other.db.selectFrom('accounts').select('plan').where('id', '=', id))).toEqual({ plan: 'plus' });
+  });
+
+  it('returns every row as an object named by its columns and aliases, and nothing for no match', async () => {
+    await insertAccount(store, 'rows-a@example.com');
+    await insertAccount(store, 'rows-b@example.com');
+    const rows = await store.read.all(
+      store.db.selectFrom('accounts').select(['email as address', 'created_at']).where('email', 'like', 'rows-%').orderBy('email'),
+    );
+    expect(rows.map((r) => r.address)).toEqual(['rows-a@example.com', 'rows-b@example.com']);
+    expect(typeof rows[0]!.created_at).toBe('number');
+    expect(await store.read.all(store.db.selectFrom('accounts').selectAll().where('email', '=', 'none@example.com'))).toEqual([]);
+  });
+});

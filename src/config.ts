@@ -64,6 +64,8 @@ export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env.DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL || undefined;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) throw new Error('DATABASE_URL must be a postgres:// URL');
+  const smtpUrl = env.SMTP_URL || undefined;
+  if (smtpUrl && !/^smtps?:\/\/[^/?#]/.test(smtpUrl)) throw new Error('SMTP_URL must be an smtp:// or smtps:// URL');
   const rateLimitOff = (env.RATE_LIMIT ?? '').toLowerCase() === 'off';
   return {
     port,
@@ -73,7 +75,7 @@ export function loadConfig(env: Env = process.env): Config {
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10),
     baseUrl: (env.BASE_URL || `http://${host === '0.0.0.0' ? 'localhost' : host}:${port}`).replace(/\/+$/, ''),
     secretKey: secretKey(env, dataDir),
-    smtpUrl: env.SMTP_URL || undefined,
+    smtpUrl,
     mailFrom: env.MAIL_FROM || 'Tessera <no-reply@localhost>',
     logLevel: env.LOG_LEVEL || 'info',
     trustProxy: (env.TRUST_PROXY ?? '').toLowerCase() === 'true',

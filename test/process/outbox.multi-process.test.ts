@@ -9,8 +9,8 @@ const describePg = storeKinds().includes('postgres') ? describe : describe.skip;
 const MESSAGES = 120;
 
 describePg('e-mail outbox drained by two server processes on one PostgreSQL', () => {
-  // A relay that takes 40 ms per message, so neither process can empty the outbox alone before the other starts.
-  const smtp = new TestSmtpServer(40);
+  // A relay that takes 80 ms per message, so neither process can empty the outbox alone before the other starts.
+  const smtp = new TestSmtpServer(80);
   let database: TestDatabase;
   let servers: ServerProcess[] = [];
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Outbox } from './outbox.ts';
-import type { MailTransport } from './types.ts';
+import type { MailTransport, QueuedMail } from './types.ts';
 
 export interface WorkerSettings {
   /** How often an idle worker looks for due messages (ms). */
@@ -119,24 +119,27 @@ export class OutboxWorker {
     while (!this.stopping && (await this.outbox.hasDue(this.clock()))) {
       const batch = await this.outbox.claim(this.id, this.settings.leaseMs, this.settings.batchSize);
       if (batch.length === 0) break; // another process took them
-      for (const mail of batch) {
-        attempted++;
-        try {
-          await this.transport.send(mail);
-          await this.outbox.markSent(mail.id, this.id);
-        } catch (err) {
-          const giveUp = mail.attempts >= this.settings.maxAttempts;
-          const retryAt = giveUp ? null : this.clock() + retryDelay(mail.attempts, this.settings);
-          const reason = err instanceof Error ? err.message : String(err);
-          await this.outbox.markFailed(mail.id, this.id, reason, retryAt);
-          const entry = { err, mailId: mail.id, kind: mail.kind, attempts: mail.attempts };
-          if (giveUp) this.log.error(entry, 'e-mail delivery failed for good');
-          else this.log.warn({ ...entry, retryAt: new Date(retryAt!).toISOString() }, 'e-mail delivery failed; will retry');
-        }
-      }
+      attempted += batch.length;
+      // The batch goes out at once; the SMTP pool bounds how many connections that takes.
+      await Promise.all(batch.map((mail) => this.deliver(mail)));
     }
     await this.purgeOccasionally();
     return attempted;
+  }
+
+  private async deliver(mail: QueuedMail): Promise<void> {
+    try {
+      await this.transport.send(mail);
+      await this.outbox.markSent(mail.id, this.id);
+    } catch (err) {
+      const giveUp = mail.attempts >= this.settings.maxAttempts;
+      const retryAt = giveUp ? null : this.clock() + retryDelay(mail.attempts, this.settings);
+      const reason = err instanceof Error ? err.message : String(err);
+      await this.outbox.markFailed(mail.id, this.id, reason, retryAt);
+      const entry = { err, mailId: mail.id, kind: mail.kind, attempts: mail.attempts };
+      if (giveUp) this.log.error(entry, 'e-mail delivery failed for good');
+      else this.log.warn({ ...entry, retryAt: new Date(retryAt!).toISOString() }, 'e-mail delivery failed; will retry');
+    }
   }
 
   private async purgeOccasionally(): Promise<void> {

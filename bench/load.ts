@@ -18,6 +18,8 @@ export interface LoadResult {
   rssMiB: number;
   /** Share of one core the server used during the measured load: near 100 means server-bound. */
   cpuPercent: number;
+  /** Server CPU time per answered request, µs: the figure least disturbed by other load on the machine. */
+  cpuPerRequestUs: number;
   /** The same for the load generator (this process): near 100 means the generator was the limit. */
   loadCpuPercent: number;
 }
@@ -39,10 +41,12 @@ export async function measure(child: Child, request: autocannon.Request, o: Load
   try {
     const r = await cannon(child.baseUrl, request, o.connections, o.duration);
     const seconds = (performance.now() - started) / 1000;
-    const cpuPercent = (100 * (child.cpuSeconds() - cpuBefore)) / seconds;
+    const serverCpu = child.cpuSeconds() - cpuBefore;
+    const cpuPercent = (100 * serverCpu) / seconds;
+    const cpuPerRequestUs = (serverCpu * 1e6) / Math.max(1, r.requests.total);
     const own = process.cpuUsage(ownBefore);
     const loadCpuPercent = (own.user + own.system) / 1e4 / seconds;
-    return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, failed: r.non2xx + r.errors + r.timeouts, rssMiB, cpuPercent, loadCpuPercent };
+    return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, failed: r.non2xx + r.errors + r.timeouts, rssMiB, cpuPercent, cpuPerRequestUs, loadCpuPercent };
   } finally {
     clearInterval(sampler);
   }

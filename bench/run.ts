@@ -178,7 +178,7 @@ async function runStore(store: StoreKind, count: number): Promise<void> {
         if (problem) throw new Error(`${scenario.name} on ${store}: ${problem}`);
         const result = await measure(child, request, load);
         rows.push({ store, licenses: count, scenario: scenario.name, ...result });
-        say(`  ${scenario.name}: ${Math.round(result.rps)} req/s, p99 ${result.p99} ms, server CPU ${Math.round(result.cpuPercent)}%, load CPU ${Math.round(result.loadCpuPercent)}%`);
+        say(`  ${scenario.name}: ${Math.round(result.rps)} req/s, p99 ${result.p99} ms, server CPU ${Math.round(result.cpuPercent)}% (${Math.round(result.cpuPerRequestUs)} µs/req), load CPU ${Math.round(result.loadCpuPercent)}%`);
       }
       peaks.push({ label: `${store}, ${count.toLocaleString('en-US')} licenses`, hwmMiB: child.memory().hwmMiB });
     } finally {
@@ -191,13 +191,13 @@ const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFracti
 
 function report(bare: number): string {
   const lines = [
-    '| Store | Licenses | Scenario | req/s | p50 ms | p99 ms | × bare | failed | server CPU % | load CPU % | peak RSS MiB |',
-    '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| Store | Licenses | Scenario | req/s | p50 ms | p99 ms | × bare | failed | server CPU % | server µs/req | load CPU % | peak RSS MiB |',
+    '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
     const ratio = r.store === 'bare' ? '1.00' : (r.rps / bare).toFixed(2);
     lines.push(
-      `| ${r.store} | ${r.licenses === null ? '' : fmt(r.licenses)} | ${r.scenario} | ${fmt(r.rps)} | ${r.p50} | ${r.p99} | ${ratio} | ${r.failed} | ${fmt(r.cpuPercent)} | ${fmt(r.loadCpuPercent)} | ${fmt(r.rssMiB)} |`,
+      `| ${r.store} | ${r.licenses === null ? '' : fmt(r.licenses)} | ${r.scenario} | ${fmt(r.rps)} | ${r.p50} | ${r.p99} | ${ratio} | ${r.failed} | ${fmt(r.cpuPercent)} | ${fmt(r.cpuPerRequestUs)} | ${fmt(r.loadCpuPercent)} | ${fmt(r.rssMiB)} |`,
     );
   }
   return lines.join('\n');
@@ -237,7 +237,7 @@ async function main(): Promise<void> {
   say(`bench: ${load.connections} connections, ${load.duration} s measured after ${load.warmup} s warm-up, server on core ${SERVER_CORE}, load on core ${LOAD_CORE}${pin ? '' : ' (unpinned)'}`);
   say('bare Fastify endpoint');
   const bareBefore = await runBare();
-  say(`  ${Math.round(bareBefore.rps)} req/s, server CPU ${Math.round(bareBefore.cpuPercent)}%, load CPU ${Math.round(bareBefore.loadCpuPercent)}%`);
+  say(`  ${Math.round(bareBefore.rps)} req/s, server CPU ${Math.round(bareBefore.cpuPercent)}% (${Math.round(bareBefore.cpuPerRequestUs)} µs/req), load CPU ${Math.round(bareBefore.loadCpuPercent)}%`);
   for (const store of stores) {
     for (const count of licenseCounts[store]) {
       say(`${store}, ${count.toLocaleString('en-US')} licenses`);
@@ -246,7 +246,7 @@ async function main(): Promise<void> {
   }
   say('bare Fastify endpoint (again, to see drift)');
   const bareAfter = await runBare();
-  say(`  ${Math.round(bareAfter.rps)} req/s, server CPU ${Math.round(bareAfter.cpuPercent)}%, load CPU ${Math.round(bareAfter.loadCpuPercent)}%`);
+  say(`  ${Math.round(bareAfter.rps)} req/s, server CPU ${Math.round(bareAfter.cpuPercent)}% (${Math.round(bareAfter.cpuPerRequestUs)} µs/req), load CPU ${Math.round(bareAfter.loadCpuPercent)}%`);
   const bare = (bareBefore.rps + bareAfter.rps) / 2;
   // In this process, with no load running: the ES256 limit the token scenarios are held to.
   say('ES256 signing on one core (raw node:crypto, the server signer, jose)');

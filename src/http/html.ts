@@ -1,7 +1,7 @@
 /**
  * Auto-escaping HTML templates for server-rendered pages and e-mails. Every interpolated value
- * is escaped unless it is itself the result of `html` (or `raw`, for trusted constant markup),
- * so a product name or a purchase note can never inject markup.
+ * is escaped unless it is itself the result of `html`, so a product name or a purchase note can
+ * never inject markup.
  */
 export class SafeHtml {
   constructor(readonly value: string) {}
@@ -30,6 +30,3 @@ export function html(strings: TemplateStringsArray, ...values: Value[]): SafeHtm
   });
   return new SafeHtml(out);
 }
-
-/** Trusted markup written in the code (never data). */
-export const raw = (markup: string): SafeHtml => new SafeHtml(markup);

@@ -85,6 +85,7 @@ export interface MailOutboxTable {
   id: string;
   kind: string;
   to_address: string;
+  reply_to: string | null;
   subject: string;
   text_body: string;
   html_body: string;

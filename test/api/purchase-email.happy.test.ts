@@ -20,6 +20,7 @@ forEachStore('purchase e-mail', (kind) => {
     const license = await createLicense(ctx, t, product.id, { email: 'buyer@example.com', sendEmail: true, type: 'timed', expiresAt: '2030-06-01', maxDevices: 2 });
     const mail = await transport.waitFor('buyer@example.com', 'purchase');
     expect(mail.subject).toBe('Your license key for Photo Studio');
+    expect(mail.replyTo).toBe(t.email);
     for (const part of [mail.text, mail.html]) {
       expect(part).toContain(license.key);
       expect(part).toContain('Photo Studio');
@@ -46,6 +47,7 @@ forEachStore('purchase e-mail', (kind) => {
     const mail = await transport.waitFor('pictured@example.com', 'purchase');
     expect(mail.html).toContain(`src="${ctx.config.baseUrl}/api/v1/public/products/${product.id}/image"`);
     expect(mail.html).toContain('help@pictured.test');
+    expect(mail.replyTo).toBe('help@pictured.test');
     expect(mail.html).not.toContain(plus.email);
 
     // Downgraded to free: the image no longer goes out.

@@ -147,6 +147,7 @@ for (const kind of storeKinds()) {
       }
       const purchase = await smtp.waitFor('customer@example.com', /Your license key for Aurora Photo/);
       expect(purchase.from?.text).toContain('no-reply@localhost');
+      expect(purchase.replyTo?.text).toBe('support@aurora.test');
       expect(purchase.text).toContain(license.key);
       expect(purchase.text).toContain('support@aurora.test');
       const imageUrl = `${running!.baseUrl}/api/v1/public/products/${photo.id}/image`;

@@ -11,7 +11,7 @@ import { CapturingTransport, waitUntil, outboxFor } from '../support/mail.ts';
 import { createTestDatabase, forEachStore, type StoreKind, type TestDatabase } from '../support/stores.ts';
 
 const quiet = { info() {}, warn() {}, error() {} };
-const message = (to: string, subject = 'Hello') => ({ kind: 'test', to, subject, text: `Body for ${to}`, html: `<p>Body for ${to}</p>` });
+const message = (to: string, subject = 'Hello') => ({ kind: 'test', to, replyTo: null, subject, text: `Body for ${to}`, html: `<p>Body for ${to}</p>` });
 const settings = { pollMs: 20, leaseMs: 60_000, batchSize: 5, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepSentMs: 60_000 };
 
 /** A store and services with no app: no app worker competes with the workers under test. */
@@ -121,7 +121,9 @@ forEachStore('mail outbox', (kind) => {
     const logged: object[] = [];
     const transport = createMailTransport({ mailFrom: 'Shop <sales@shop.example>', dataDir: ctx.config.dataDir }, { info: (o) => logged.push(o) });
     const worker = new OutboxWorker(ctx.services.outbox, transport, quiet, settings);
-    const id = await ctx.store.write((tx) => ctx.services.outbox.enqueue(tx, { ...message('eml@example.com', 'Ünïcode subject'), html: '<p>Grüße</p>' }));
+    const id = await ctx.store.write((tx) =>
+      ctx.services.outbox.enqueue(tx, { ...message('eml@example.com', 'Ünïcode subject'), replyTo: 'help@shop.example', html: '<p>Grüße</p>' }),
+    );
     await worker.drain();
     const dir = join(ctx.config.dataDir, 'outbox');
     const file = readdirSync(dir).find((f) => f.endsWith(`${id}.eml`));
@@ -130,6 +132,7 @@ forEachStore('mail outbox', (kind) => {
     expect(eml).toContain('To: eml@example.com');
     expect(eml).toContain('From: Shop <sales@shop.example>');
     expect(eml).toContain(`Message-ID: <${id}@shop.example>`);
+    expect(eml).toContain('Reply-To: help@shop.example');
     expect(eml).toMatch(/Content-Type: text\/plain/);
     expect(eml).toMatch(/Content-Type: text\/html/);
     expect(logged).toEqual([expect.objectContaining({ to: 'eml@example.com', file })]);

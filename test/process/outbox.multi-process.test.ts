@@ -21,7 +21,7 @@ describePg('e-mail outbox drained by two server processes on one PostgreSQL', ()
     const outbox = new Outbox(store);
     await store.write(async (tx) => {
       for (let i = 0; i < MESSAGES; i++) {
-        await outbox.enqueue(tx, { kind: 'test', to: `customer${i}@example.com`, subject: `Message ${i}`, text: `Hello ${i}`, html: `<p>Hello ${i}</p>` });
+        await outbox.enqueue(tx, { kind: 'test', to: `customer${i}@example.com`, replyTo: null, subject: `Message ${i}`, text: `Hello ${i}`, html: `<p>Hello ${i}</p>` });
       }
     });
     await store.close();

@@ -44,6 +44,7 @@ export class PurchaseMailer {
       product.actionButtonText && product.actionButtonUrl
         ? { text: product.actionButtonText, url: renderActionUrl(product.actionButtonUrl, license.key) }
         : null;
+    const supportEmail = product.supportEmail ?? owner.email;
     const rendered = purchaseMail({
       licenseKey: license.key,
       productName: product.name,
@@ -51,14 +52,15 @@ export class PurchaseMailer {
       type: license.type,
       expiresAt: license.expiresAt,
       maxDevices: license.maxDevices,
-      supportEmail: product.supportEmail ?? owner.email,
+      supportEmail,
       purchaseNote: product.purchaseNote,
       action,
       // The image is a plus-plan feature: it shows only while the owner is on that plan.
       imageUrl: product.hasImage && owner.plan === 'plus' ? productImageUrl(this.baseUrl, product.id) : null,
       portalUrl: `${this.baseUrl}/portal/request?email=${encodeURIComponent(to)}`,
     });
-    return async (tx) => void (await this.outbox.enqueue(tx, { kind: 'purchase', to, ...rendered }));
+    // Replies reach whoever answers for the product, not the no-reply sender.
+    return async (tx) => void (await this.outbox.enqueue(tx, { kind: 'purchase', to, replyTo: supportEmail, ...rendered }));
   }
 
   /** Queues the purchase e-mail again for an existing license (its own unit of work). */

@@ -32,6 +32,7 @@ export function createMailTransport(settings: TransportSettings, log: Log): Mail
   const envelope = (mail: QueuedMail) => ({
     from: settings.mailFrom,
     to: mail.to,
+    replyTo: mail.replyTo ?? undefined,
     subject: mail.subject,
     text: mail.text,
     html: mail.html,

@@ -9,6 +9,8 @@ export interface OutgoingMail extends RenderedMail {
   /** What caused it (`purchase`, `portal_link`): for logs and operators, never for routing. */
   kind: string;
   to: string;
+  /** Where replies go (the product's support address on a purchase e-mail); null: MAIL_FROM. */
+  replyTo: string | null;
 }
 
 export interface QueuedMail extends OutgoingMail {

@@ -133,7 +133,7 @@ export class PortalService {
       windowMs: LINK_REQUEST_WINDOW_MS,
       maxPerWindow: maxPerHour ?? Number.MAX_SAFE_INTEGER,
       link: { tokenHash: hashToken(token), kind: 'link', email, userId: null, expiresAt: now + LINK_VALIDITY_MS, createdAt: now },
-      queueMail: async (tx) => void (await this.outbox.enqueue(tx, { kind: 'portal_link', to: rawEmail.trim(), ...mail })),
+      queueMail: async (tx) => void (await this.outbox.enqueue(tx, { kind: 'portal_link', to: rawEmail.trim(), replyTo: null, ...mail })),
     });
     return 'limitedUntil' in outcome ? outcome : { accepted: true };
   }

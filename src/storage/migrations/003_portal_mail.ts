@@ -11,6 +11,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('kind', 'text', (c) => c.notNull())
     .addColumn('to_address', 'text', (c) => c.notNull())
+    .addColumn('reply_to', 'text')
     .addColumn('subject', 'text', (c) => c.notNull())
     .addColumn('text_body', 'text', (c) => c.notNull())
     .addColumn('html_body', 'text', (c) => c.notNull())

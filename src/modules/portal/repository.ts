@@ -3,6 +3,8 @@ import { bool } from '../../storage/schema.ts';
 import type { LinkRequest, PortalLicenseRow, PortalRepository, PortalScope, ResetAttempt, TokenRecord } from './service.ts';
 
 const DAY = 24 * 60 * 60_000;
+/** The newest licenses of an address that one page shows (keeps the page and its queries bounded). */
+export const PORTAL_LICENSE_LIMIT = 500;
 
 export class SqlPortalRepository implements PortalRepository {
   constructor(private readonly store: Store) {}
@@ -86,7 +88,8 @@ export class SqlPortalRepository implements PortalRepository {
           'a.email as owner_email',
         ])
         .orderBy('l.created_at', 'desc')
-        .orderBy('l.key'),
+        .orderBy('l.key')
+        .limit(PORTAL_LICENSE_LIMIT),
     );
     if (rows.length === 0) return [];
     const keys = rows.map((r) => r.key);

@@ -4,7 +4,7 @@ import type { LinkRequest, PortalLicenseRow, PortalRepository, PortalScope, Rese
 
 const DAY = 24 * 60 * 60_000;
 /** The newest licenses of an address that one page shows (keeps the page and its queries bounded). */
-export const PORTAL_LICENSE_LIMIT = 500;
+const PORTAL_LICENSE_LIMIT = 500;
 
 export class SqlPortalRepository implements PortalRepository {
   constructor(private readonly store: Store) {}

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 
 /** A server under test: a child process pinned to one core, with its memory read from /proc. */
 export interface Child {
@@ -14,7 +15,6 @@ export interface Child {
 
 export interface ChildOptions {
   script: string;
-  port: number;
   env: Record<string, string>;
   /** Core the child runs on (`taskset -c`); undefined runs it unpinned. */
   core?: number;
@@ -53,12 +53,25 @@ async function waitReady(url: string, child: ChildProcess, output: () => string)
   throw new Error(`server did not get ready at ${url}:\n${output()}`);
 }
 
+/** A port the kernel says is free now (the machine runs other services on fixed ports). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
 export async function startChild(o: ChildOptions): Promise<Child> {
+  const port = await freePort();
   const node = [...(o.nodeFlags ?? []), '--import', 'tsx', o.script];
   // taskset execs node in place, so the child's pid is the server's pid.
   const [cmd, args] = o.core === undefined ? [process.execPath, node] : ['taskset', ['-c', String(o.core), process.execPath, ...node]];
   const child = spawn(cmd, args, {
-    env: { ...process.env, ...o.env, PORT: String(o.port), HOST: '127.0.0.1' },
+    env: { ...process.env, ...o.env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
@@ -68,7 +81,7 @@ export async function startChild(o: ChildOptions): Promise<Child> {
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const baseUrl = `http://127.0.0.1:${o.port}`;
+  const baseUrl = `http://127.0.0.1:${port}`;
   try {
     await waitReady(baseUrl + o.readyPath, child, () => log);
   } catch (error) {

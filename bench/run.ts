@@ -107,7 +107,6 @@ const ENV = {
   LOG_LEVEL: 'warn',
   SECRET_KEY: '7e'.repeat(32),
 };
-let nextPort = 3900 + (process.pid % 50) * 10;
 let profileSerial = 0;
 // One directory per child: the main thread and tsx's loader thread each write a profile.
 const nodeFlags = (label: string): string[] => (flags['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(flags['cpu-prof'], `${profileSerial++}-${label}`)}`] : []);
@@ -122,7 +121,7 @@ const rows: Row[] = [];
 const peaks: { label: string; hwmMiB: number }[] = [];
 
 async function runBare(): Promise<LoadResult> {
-  const child = await startChild({ script: 'bench/bare-server.ts', port: nextPort++, env: ENV, core: pin ? SERVER_CORE : undefined, readyPath: '/bare', nodeFlags: nodeFlags('bare') });
+  const child = await startChild({ script: 'bench/bare-server.ts', env: ENV, core: pin ? SERVER_CORE : undefined, readyPath: '/bare', nodeFlags: nodeFlags('bare') });
   try {
     return await measure(child, { method: 'GET', path: '/bare' }, load);
   } finally {
@@ -167,7 +166,7 @@ async function runStore(store: StoreKind, count: number): Promise<void> {
     say(`  seeded ${count.toLocaleString('en-US')} licenses in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     const env: Record<string, string> = { ...ENV, DATA_DIR: target.dataDir };
     if (target.databaseUrl) env.DATABASE_URL = target.databaseUrl;
-    const child = await startChild({ script: 'src/main.ts', port: nextPort++, env, core: pin ? SERVER_CORE : undefined, readyPath: '/readyz', nodeFlags: nodeFlags(`${store}-${count}`) });
+    const child = await startChild({ script: 'src/main.ts', env, core: pin ? SERVER_CORE : undefined, readyPath: '/readyz', nodeFlags: nodeFlags(`${store}-${count}`) });
     try {
       for (const scenario of selected) {
         const ctx = { store, baseUrl: child.baseUrl, fixture };

@@ -1,8 +1,10 @@
-import { generateLicenseKey } from '../src/core/license-key.ts';
+import { randomBytes } from 'node:crypto';
+import { KEY_ALPHABET } from '../src/core/license-key.ts';
 import { loadConfig } from '../src/config.ts';
 import { createServices } from '../src/services.ts';
-import { openStore } from '../src/storage/index.ts';
-import { flag } from '../src/storage/schema.ts';
+import { openStore, type Store } from '../src/storage/index.ts';
+import { type Database, flag } from '../src/storage/schema.ts';
+import type { SqlQuery } from '../src/storage/store.ts';
 
 /** What a scenario can use: the seeded tenant and its licenses, each with one active device. */
 export interface Fixture {
@@ -20,6 +22,45 @@ const MAX_DEVICES = 100_000;
 const CHUNK = 1000;
 
 /**
+ * Multi-row INSERTs into `table`, compiled by Kysely once per chunk size rather than per chunk:
+ * the values come flat, row after row in `columns` order, which is how Kysely lays out parameters.
+ */
+function bulkInsert(store: Store, table: keyof Database & string, columns: string[]) {
+  const compiled = new Map<number, string>();
+  const sqlFor = (rows: number): string => {
+    let sql = compiled.get(rows);
+    if (!sql) {
+      const template = Array.from({ length: rows }, () => Object.fromEntries(columns.map((c) => [c, 0])));
+      sql = store.db.insertInto(table).values(template as never).compile().sql;
+      compiled.set(rows, sql);
+    }
+    return sql;
+  };
+  return (parameters: unknown[]): SqlQuery => ({ sql: sqlFor(parameters.length / columns.length), parameters });
+}
+
+/**
+ * `count` distinct license keys in the service's format (5 groups of 5 from KEY_ALPHABET), from one
+ * random buffer: generating a million keys one call at a time takes longer than inserting them.
+ * Sorted, so every index is appended to in order.
+ */
+function licenseKeys(count: number): string[] {
+  const key = (bytes: Buffer, at: number): string => {
+    const chars: string[] = [];
+    for (let i = 0; i < 25; i++) {
+      if (i > 0 && i % 5 === 0) chars.push('-');
+      chars.push(KEY_ALPHABET[bytes[at + i]! % KEY_ALPHABET.length]!);
+    }
+    return chars.join('');
+  };
+  const bytes = randomBytes(count * 25);
+  const keys = new Set<string>();
+  for (let k = 0; k < count; k++) keys.add(key(bytes, k * 25));
+  while (keys.size < count) keys.add(key(randomBytes(25), 0)); // a collision: astronomically rare
+  return [...keys].sort();
+}
+
+/**
  * Seeds one account, API key and product through the services, then `count` licenses with a
  * device each in bulk: multi-row INSERTs inside one unit of work (one transaction, one fsync).
  */
@@ -32,32 +73,20 @@ export async function seed(target: { databaseUrl?: string; dataDir: string }, co
     const { secret } = await services.apiKeys.create(account.id, 'bench');
     const product = await services.products.create(account.id, { name: 'Bench product' });
 
-    const keys = Array.from({ length: count }, generateLicenseKey);
+    const keys = licenseKeys(count);
     const now = Date.now();
+    const licenses = bulkInsert(store, 'licenses', ['key', 'user_id', 'product_id', 'type', 'expires_at', 'revoked', 'email', 'email_normalized', 'max_devices', 'created_at']);
+    const devices = bulkInsert(store, 'devices', ['license_key', 'identifier', 'name', 'activation_date']);
     await store.write(async (tx) => {
       for (let start = 0; start < count; start += CHUNK) {
-        const slice = keys.slice(start, start + CHUNK);
-        await tx.run(
-          store.db.insertInto('licenses').values(
-            slice.map((key) => ({
-              key,
-              user_id: account.id,
-              product_id: product.id,
-              type: 'perpetual' as const,
-              expires_at: null,
-              revoked: flag(false),
-              email: null,
-              email_normalized: null,
-              max_devices: MAX_DEVICES,
-              created_at: now,
-            })),
-          ),
-        );
-        await tx.run(
-          store.db
-            .insertInto('devices')
-            .values(slice.map((key, j) => ({ license_key: key, identifier: deviceOf(start + j), name: 'Bench device', activation_date: now }))),
-        );
+        const licenseValues: unknown[] = [];
+        const deviceValues: unknown[] = [];
+        for (let i = start; i < Math.min(count, start + CHUNK); i++) {
+          licenseValues.push(keys[i], account.id, product.id, 'perpetual', null, flag(false), null, null, MAX_DEVICES, now);
+          deviceValues.push(keys[i], deviceOf(i), 'Bench device', now);
+        }
+        await tx.run(licenses(licenseValues));
+        await tx.run(devices(deviceValues));
       }
     });
     return { apiKey: secret, productId: product.id, keys };

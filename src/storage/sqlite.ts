@@ -61,7 +61,9 @@ export class SqliteStore implements Store {
     this.conn.pragma('synchronous = FULL');
     this.conn.pragma('foreign_keys = ON');
     this.conn.pragma('busy_timeout = 5000');
-    this.conn.pragma('cache_size = -65536'); // 64 MiB page cache
+    // 16 MiB page cache: the OS caches the file anyway; measured with a million licenses, a
+    // 64 MiB cache answered no faster and kept the server 50 MB larger (docs/benchmarks.md).
+    this.conn.pragma('cache_size = -16384');
     this.conn.pragma('temp_store = MEMORY');
     this.db = new Kysely<Database>({ dialect: new SqliteDialect({ database: this.conn }) });
     this.read = this.executor();

@@ -9,11 +9,13 @@ const PUBLIC_PREFIX = '/api/v1/public/';
  * on servers, not in web pages.
  */
 export function allowCrossOriginPublicApi(app: FastifyInstance): void {
-  app.addHook('onRequest', async (req, reply) => {
-    if (!req.url.startsWith(PUBLIC_PREFIX)) return;
+  // A callback hook, not an async one: it runs on every request and needs no promise.
+  app.addHook('onRequest', (req, reply, done) => {
+    if (!req.url.startsWith(PUBLIC_PREFIX)) return done();
     reply.header('access-control-allow-origin', '*').header('access-control-expose-headers', 'retry-after');
-    if (req.method !== 'OPTIONS') return;
-    return reply
+    if (req.method !== 'OPTIONS') return done();
+    // Answered here: a callback hook that sends does not call done().
+    reply
       .code(204)
       .header('access-control-allow-methods', 'GET, POST, DELETE')
       .header('access-control-allow-headers', 'content-type')

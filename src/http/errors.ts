@@ -62,9 +62,10 @@ export function refuseWhileClosing(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async (_request, reply) => {
-    if (!closing) return;
+  // A callback hook, not an async one: it runs on every request and needs no promise.
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!closing) return done();
     void reply.header('connection', 'close');
-    throw new AppError('service_unavailable', 'The server is shutting down; retry shortly.');
+    done(new AppError('service_unavailable', 'The server is shutting down; retry shortly.'));
   });
 }

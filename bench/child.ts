@@ -14,12 +14,11 @@ export interface Child {
 }
 
 export interface ChildOptions {
-  script: string;
+  /** Node's arguments: flags, loaders and the entry file. */
+  args: string[];
   env: Record<string, string>;
   /** Core the child runs on (`taskset -c`); undefined runs it unpinned. */
   core?: number;
-  /** Extra node flags, e.g. --cpu-prof. */
-  nodeFlags?: string[];
   /** Path answering 200 once the child serves. */
   readyPath: string;
 }
@@ -67,9 +66,8 @@ function freePort(): Promise<number> {
 
 export async function startChild(o: ChildOptions): Promise<Child> {
   const port = await freePort();
-  const node = [...(o.nodeFlags ?? []), '--import', 'tsx', o.script];
   // taskset execs node in place, so the child's pid is the server's pid.
-  const [cmd, args] = o.core === undefined ? [process.execPath, node] : ['taskset', ['-c', String(o.core), process.execPath, ...node]];
+  const [cmd, args] = o.core === undefined ? [process.execPath, o.args] : ['taskset', ['-c', String(o.core), process.execPath, ...o.args]];
   const child = spawn(cmd, args, {
     env: { ...process.env, ...o.env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -89,11 +87,18 @@ export async function startChild(o: ChildOptions): Promise<Child> {
     throw error;
   }
   const pid = child.pid!;
+  // A server that died under load is the finding: say so with its last output.
+  const alive = (): number => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`server ${pid} died (${child.signalCode ?? `exit ${child.exitCode}`}):\n${log}`);
+    }
+    return pid;
+  };
   return {
     pid,
     baseUrl,
-    memory: () => ({ rssMiB: statusField(pid, 'VmRSS'), hwmMiB: statusField(pid, 'VmHWM') }),
-    cpuSeconds: () => cpuSeconds(pid),
+    memory: () => ({ rssMiB: statusField(alive(), 'VmRSS'), hwmMiB: statusField(alive(), 'VmHWM') }),
+    cpuSeconds: () => cpuSeconds(alive()),
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);

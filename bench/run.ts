@@ -2,8 +2,8 @@
  * `npm run bench`: the service under load, beside a bare Fastify endpoint, in one run.
  *
  * For each store (SQLite in a temporary DATA_DIR, PostgreSQL in a fresh database that is dropped
- * afterwards) and each license count: seed (bench/seed.ts), start `src/main.ts` as a child pinned
- * to core 0, run every scenario with autocannon from this process pinned to core 1 (it re-executes
+ * afterwards) and each license count: seed (bench/seed.ts), start the server as `npm start` runs it
+ * (package.json; its build step first) as a child pinned to core 0, run every scenario with autocannon from this process pinned to core 1 (it re-executes
  * itself under `taskset -c 1`), stop the child. The bare endpoint (bench/bare-server.ts) runs the
  * same way before and after the stores; ratios are to the mean of its two runs. Prints a markdown
  * table and the targets of issue 2.
@@ -19,7 +19,7 @@
  *   npm run bench -- --stores postgres --pg-licenses 100000 --cpu-prof /tmp/prof
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -107,9 +107,26 @@ const ENV = {
   LOG_LEVEL: 'warn',
   SECRET_KEY: '7e'.repeat(32),
 };
+/**
+ * How `npm start` runs the server (package.json): the bench measures what runs in production. Its
+ * node flags (not its module loaders) also go to the bare endpoint, which needs tsx for its own file.
+ */
+function startCommand(): { server: string[]; flags: string[]; prestart: boolean } {
+  const scripts = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts;
+  const [node, ...server] = scripts.start!.trim().split(/\s+/);
+  if (node !== 'node') throw new Error(`npm start must run node directly to be benchmarked: ${scripts.start}`);
+  const flags: string[] = [];
+  for (let i = 0; i < server.length; i++) {
+    if (['--import', '--require', '-r', '--loader'].includes(server[i]!)) i++;
+    else if (server[i]!.startsWith('-')) flags.push(server[i]!);
+  }
+  return { server, flags, prestart: scripts.prestart !== undefined };
+}
+const START = startCommand();
 let profileSerial = 0;
-// One directory per child: the main thread and tsx's loader thread each write a profile.
-const nodeFlags = (label: string): string[] => (flags['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(flags['cpu-prof'], `${profileSerial++}-${label}`)}`] : []);
+// One directory per child: the main thread and any loader thread each write a profile.
+const profiling = (label: string): string[] =>
+  flags['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(flags['cpu-prof'], `${profileSerial++}-${label}`)}`] : [];
 const say = (message: string) => process.stderr.write(`${message}\n`);
 
 interface Row extends LoadResult {
@@ -121,7 +138,8 @@ const rows: Row[] = [];
 const peaks: { label: string; hwmMiB: number }[] = [];
 
 async function runBare(): Promise<LoadResult> {
-  const child = await startChild({ script: 'bench/bare-server.ts', env: ENV, core: pin ? SERVER_CORE : undefined, readyPath: '/bare', nodeFlags: nodeFlags('bare') });
+  const args = [...START.flags, ...profiling('bare'), '--import', 'tsx', 'bench/bare-server.ts'];
+  const child = await startChild({ args, env: ENV, core: pin ? SERVER_CORE : undefined, readyPath: '/bare' });
   try {
     return await measure(child, { method: 'GET', path: '/bare' }, load);
   } finally {
@@ -166,7 +184,8 @@ async function runStore(store: StoreKind, count: number): Promise<void> {
     say(`  seeded ${count.toLocaleString('en-US')} licenses in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     const env: Record<string, string> = { ...ENV, DATA_DIR: target.dataDir };
     if (target.databaseUrl) env.DATABASE_URL = target.databaseUrl;
-    const child = await startChild({ script: 'src/main.ts', env, core: pin ? SERVER_CORE : undefined, readyPath: '/readyz', nodeFlags: nodeFlags(`${store}-${count}`) });
+    const args = [...profiling(`${store}-${count}`), ...START.server];
+    const child = await startChild({ args, env, core: pin ? SERVER_CORE : undefined, readyPath: '/readyz' });
     try {
       for (const scenario of selected) {
         const ctx = { store, baseUrl: child.baseUrl, fixture };
@@ -233,7 +252,9 @@ function targets(bare: number): string[] {
 }
 
 async function main(): Promise<void> {
-  say(`bench: ${load.connections} connections, ${load.duration} s measured after ${load.warmup} s warm-up, server on core ${SERVER_CORE}, load on core ${LOAD_CORE}${pin ? '' : ' (unpinned)'}`);
+  say(`bench: ${load.connections} connections, ${load.duration} s measured after ${load.warmup} s warm-up, server on core ${SERVER_CORE}, load on core ${LOAD_CORE}${pin ? '' : ' (unpinned)'}, server as npm start: node ${START.server.join(' ')}`);
+  // npm start's build step (when it has one), once, so the bench runs the current code.
+  if (START.prestart && spawnSync('npm', ['run', '--silent', 'prestart'], { stdio: 'inherit' }).status !== 0) throw new Error('npm run prestart failed');
   say('bare Fastify endpoint');
   const bareBefore = await runBare();
   say(`  ${Math.round(bareBefore.rps)} req/s, server CPU ${Math.round(bareBefore.cpuPercent)}% (${Math.round(bareBefore.cpuPerRequestUs)} µs/req), load CPU ${Math.round(bareBefore.loadCpuPercent)}%`);

@@ -64,7 +64,11 @@ forEachStore('products API', (kind) => {
     const b = await createProduct(ctx, t, { name: 'B' });
     const res = await call(ctx, { method: 'GET', url: '/api/v1/products', headers: { ...t.auth, 'content-type': 'application/json' } });
     expect(res.status).toBe(200);
-    expect(res.body.map((p: { id: string }) => p.id)).toEqual([a.id, b.id]);
+    const listed = res.body as { id: string; createdAt: string }[];
+    expect(listed.map((p) => p.id).sort()).toEqual([a.id, b.id].sort());
+    // Oldest first; products created in the same millisecond follow their ids.
+    const order = [...listed].sort((x, y) => x.createdAt.localeCompare(y.createdAt) || (x.id < y.id ? -1 : 1));
+    expect(listed).toEqual(order);
   });
 
   it('deletes a product without licenses with an empty 200', async () => {

@@ -54,6 +54,11 @@ export class SqliteStore implements Store {
   private closed = false;
   /** A read transaction is open, shared by every read of this event-loop turn. */
   private reading = false;
+  /** A write batch's transaction is open: reads from outside it wait for its end. */
+  private batchOpen = false;
+  private afterBatch: (() => void)[] = [];
+  /** What a batch's units run on: inside the batch's transaction, never waiting for it. */
+  private readonly unit: Executor;
 
   private constructor(file: string) {
     this.conn = new BetterSqlite3(file);
@@ -66,7 +71,8 @@ export class SqliteStore implements Store {
     this.conn.pragma('cache_size = -16384');
     this.conn.pragma('temp_store = MEMORY');
     this.db = new Kysely<Database>({ dialect: new SqliteDialect({ database: this.conn }) });
-    this.read = this.executor();
+    this.read = this.executor(true);
+    this.unit = this.executor(false);
   }
 
   static async open(dataDir: string): Promise<SqliteStore> {
@@ -92,13 +98,13 @@ export class SqliteStore implements Store {
     const jobs = this.queue;
     this.queue = [];
     const outcomes: { ok: boolean; value: unknown }[] = [];
-    const tx = this.read;
     try {
       this.conn.exec('BEGIN IMMEDIATE');
+      this.batchOpen = true;
       for (const job of jobs) {
         this.conn.exec('SAVEPOINT unit');
         try {
-          outcomes.push({ ok: true, value: await job.work(tx) });
+          outcomes.push({ ok: true, value: await job.work(this.unit) });
           this.conn.exec('RELEASE unit');
         } catch (error) {
           this.conn.exec('ROLLBACK TO unit');
@@ -109,15 +115,34 @@ export class SqliteStore implements Store {
       this.conn.exec('COMMIT');
     } catch (error) {
       if (this.conn.inTransaction) this.conn.exec('ROLLBACK');
+      this.endBatch();
       for (const job of jobs) job.reject(error);
       return this.afterFlush();
     }
+    this.endBatch();
     jobs.forEach((job, i) => {
       const outcome = outcomes[i]!;
       if (outcome.ok) job.resolve(outcome.value);
       else job.reject(outcome.value);
     });
     this.afterFlush();
+  }
+
+  /** Lets the reads that arrived during the batch run, now that it is committed or rolled back. */
+  private endBatch(): void {
+    this.batchOpen = false;
+    const waiting = this.afterBatch;
+    this.afterBatch = [];
+    for (const resume of waiting) resume();
+  }
+
+  /**
+   * A read from outside the batch that arrives while the batch runs (in the microtask gaps between
+   * its statements) waits for the batch's end rather than run inside its transaction: it would see
+   * rows that a unit's savepoint, or the whole batch, may still roll back.
+   */
+  private batchEnd(): Promise<void> {
+    return new Promise((resolve) => this.afterBatch.push(resolve));
   }
 
   private afterFlush(): void {
@@ -155,7 +180,8 @@ export class SqliteStore implements Store {
     this.conn.exec('COMMIT');
   };
 
-  private executor(): Executor {
+  /** `outside`: the store's `read`, which waits while a batch runs; otherwise a batch's unit executor. */
+  private executor(outside: boolean): Executor {
     // better-sqlite3 is synchronous; results are wrapped so repositories are store-agnostic.
     const all = <R>(query: Statement<R>): R[] => {
       const { sql, parameters } = toSqlQuery(query);
@@ -167,13 +193,26 @@ export class SqliteStore implements Store {
       stmt.run(...parameters);
       return [];
     };
+    const run = (query: Statement<unknown>): number => {
+      const { sql, parameters } = toSqlQuery(query);
+      this.endRead();
+      return this.statement(sql).stmt.run(...parameters).changes;
+    };
+    if (!outside) {
+      return { all: async (query) => all(query), first: async (query) => all(query)[0], run: async (query) => run(query) };
+    }
     return {
-      all: async (query) => all(query),
-      first: async (query) => all(query)[0],
+      all: async (query) => {
+        if (this.batchOpen) await this.batchEnd();
+        return all(query);
+      },
+      first: async (query) => {
+        if (this.batchOpen) await this.batchEnd();
+        return all(query)[0];
+      },
       run: async (query) => {
-        const { sql, parameters } = toSqlQuery(query);
-        this.endRead();
-        return this.statement(sql).stmt.run(...parameters).changes;
+        if (this.batchOpen) await this.batchEnd();
+        return run(query);
       },
     };
   }

@@ -36,7 +36,8 @@ export interface Store {
   /**
    * Runs `work` atomically and durably. On SQLite concurrent units share one transaction and
    * one fsync (group commit), each in its own savepoint; `work` must await nothing but its
-   * executor. On PostgreSQL each unit is its own transaction.
+   * executor (`read` waits for the batch to end, so awaiting it inside `work` never returns).
+   * On PostgreSQL each unit is its own transaction. `read` sees committed rows only, on both.
    */
   write<T>(work: (tx: Executor) => Promise<T>): Promise<T>;
   /** Row locks for read-check-write units: `FOR UPDATE` on PostgreSQL; SQLite's writer is exclusive anyway. */

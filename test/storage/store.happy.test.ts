@@ -48,6 +48,29 @@ forEachStore('store executor', (kind) => {
     expect(await byEmail(store, 'from-other@example.com')).toMatchObject({ email: 'from-other@example.com' });
   });
 
+  it('never shows a read the rows of a unit of work before they are committed', async () => {
+    const email = (name: string) => `${name}-${randomUUID()}@example.com`;
+    const [kept, undone] = [email('kept'), email('undone')];
+    // Reads issued while the units run (as another request's would be, between their statements).
+    const during: Promise<unknown>[] = [];
+    const committed = store.write(async (tx) => {
+      await tx.run(store.db.insertInto('accounts').values({ id: randomUUID(), email: kept, password_hash: 'x', plan: 'free', created_at: 1 }));
+      during.push(byEmail(store, kept));
+    });
+    const rolledBack = store.write(async (tx) => {
+      await tx.run(store.db.insertInto('accounts').values({ id: randomUUID(), email: undone, password_hash: 'x', plan: 'free', created_at: 1 }));
+      during.push(byEmail(store, undone));
+      await tx.first(store.db.selectFrom('accounts').select('email').where('email', '=', undone)); // the unit sees its own row
+      throw new Error('unit fails after its insert');
+    });
+    await committed;
+    await expect(rolledBack).rejects.toThrow('unit fails after its insert');
+    const [keptSeen, undoneSeen] = await Promise.all(during);
+    expect(keptSeen).toMatchObject({ email: kept });
+    expect(undoneSeen).toBeUndefined();
+    expect(await byEmail(store, undone)).toBeUndefined();
+  });
+
   it('commits a write run outside a unit of work before answering', async () => {
     const id = randomUUID();
     await byEmail(store, 'nobody@example.com'); // a read first, in this turn

@@ -5,8 +5,10 @@
  * afterwards) and each license count: seed (bench/seed.ts), start the server as `npm start` runs it
  * (package.json; its build step first) as a child pinned to core 0, run every scenario with autocannon from this process pinned to core 1 (it re-executes
  * itself under `taskset -c 1`), stop the child. The bare endpoint (bench/bare-server.ts) runs the
- * same way before and after the stores; ratios are to the mean of its two runs. Prints a markdown
- * table and the targets of issue 2.
+ * same way before and after the stores; ratios are to the mean of its two runs. On each SQLite store
+ * it also serves the reference routes (bench/reference-routes.ts), loaded with public validate's
+ * requests: the ceiling for that route on this machine. Prints a markdown table and the targets of
+ * issues 2 and 3.
  *
  * Adding a scenario: append to `scenarios` in bench/scenarios.ts an object with a `name`, a
  * `request(ctx)` returning an autocannon request (vary it per request in `setupRequest`), a
@@ -130,18 +132,46 @@ const profiling = (label: string): string[] =>
 const say = (message: string) => process.stderr.write(`${message}\n`);
 
 interface Row extends LoadResult {
-  store: StoreKind | 'bare';
+  store: StoreKind | 'bare' | 'reference';
   licenses: number | null;
   scenario: string;
 }
 const rows: Row[] = [];
 const peaks: { label: string; hwmMiB: number }[] = [];
 
+function startBare(label: string, env: Record<string, string> = {}) {
+  const args = [...START.flags, ...profiling(label), '--import', 'tsx', 'bench/bare-server.ts'];
+  return startChild({ args, env: { ...ENV, ...env }, core: pin ? SERVER_CORE : undefined, readyPath: '/bare' });
+}
+
 async function runBare(): Promise<LoadResult> {
-  const args = [...START.flags, ...profiling('bare'), '--import', 'tsx', 'bench/bare-server.ts'];
-  const child = await startChild({ args, env: ENV, core: pin ? SERVER_CORE : undefined, readyPath: '/bare' });
+  const child = await startBare('bare');
   try {
     return await measure(child, { method: 'GET', path: '/bare' }, load);
+  } finally {
+    await child.stop();
+  }
+}
+
+/** The reference routes of bench/bare-server.ts on this store, with public validate's requests. */
+const REFERENCES = [
+  { path: '/reference/answer', scenario: 'POST, fixed answer (no service)' },
+  { path: '/reference/lookup', scenario: 'POST + the validation statement (no service layers)' },
+];
+
+async function runReferences(dataDir: string, count: number, ctx: Parameters<Scenario['request']>[0]): Promise<void> {
+  const validate = scenarios.find((s) => s.name === 'public validate')!;
+  const child = await startBare(`reference-${count}`, { DATA_DIR: dataDir });
+  try {
+    for (const { path, scenario } of REFERENCES) {
+      const request = { ...validate.request({ ...ctx, baseUrl: child.baseUrl }), path };
+      const probe = await sample(child.baseUrl, request);
+      const problem = validate.check(probe.status, probe.body);
+      if (problem) throw new Error(`${scenario}: ${problem}`);
+      const result = await measure(child, request, load);
+      rows.push({ store: 'reference', licenses: count, scenario, ...result });
+      say(`  reference, ${scenario}: ${Math.round(result.rps)} req/s (${Math.round(result.cpuPerRequestUs)} µs/req)`);
+    }
   } finally {
     await child.stop();
   }
@@ -202,6 +232,9 @@ async function runStore(store: StoreKind, count: number): Promise<void> {
     } finally {
       await child.stop();
     }
+    if (store === 'sqlite' && selected.some((s) => s.name === 'public validate')) {
+      await runReferences(target.dataDir, count, { store, baseUrl: '', fixture });
+    }
   });
 }
 
@@ -229,6 +262,8 @@ function targets(bare: number): string[] {
   const validate = find('sqlite', 'public validate', 100_000);
   if (validate) {
     out.push(`- Public validate, SQLite, 100,000 licenses: ${(validate.rps / bare).toFixed(2)}x bare (target 0.5x), p99 ${validate.p99} ms (target < 15): ${verdict(validate.rps / bare >= 0.5 && validate.p99 < 15)}`);
+    const ceilings = rows.filter((r) => r.store === 'reference' && r.licenses === validate.licenses);
+    if (ceilings.length > 0) out.push(`  (reference routes, same requests: ${ceilings.map((r) => `${r.scenario} ${(r.rps / bare).toFixed(2)}x`).join('; ')})`);
   }
   const activate = find('sqlite', 'public activate', 100_000) ?? find('sqlite', 'public activate');
   if (activate) out.push(`- Public activate, SQLite (synchronous=FULL): ${(activate.rps / bare).toFixed(2)}x bare (target 0.15x): ${verdict(activate.rps / bare >= 0.15)}`);

@@ -38,8 +38,11 @@ const LICENSE_COLUMNS = [
 
 type ValidationSelect = LicenseRow & { fallback_enabled: number | boolean; device_name: string | null; device_activation_date: number | null };
 
-/** Statements on the hot paths (validate, activate), built and compiled once per store. */
-function statements(store: Store) {
+/**
+ * Statements on the hot paths (validate, activate), built and compiled once per store. Exported
+ * for the benchmark's reference route, which runs the validation statement with no service around it.
+ */
+export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
   const db = store.db;
   return {
     validation: new Prepared<{ key: string; identifier: string }, ValidationSelect>((p) =>
@@ -69,7 +72,7 @@ function statements(store: Store) {
   };
 }
 
-type Statements = ReturnType<typeof statements>;
+type Statements = ReturnType<typeof licenseStatements>;
 
 class SqlLicenseUnit implements LicenseUnit {
   constructor(
@@ -135,7 +138,7 @@ export class SqlLicenseRepository implements LicenseRepository {
   private readonly q: Statements;
 
   constructor(private readonly store: Store) {
-    this.q = statements(store);
+    this.q = licenseStatements(store);
   }
 
   async insert(l: LicenseRecord, alsoInUnit?: UnitStep): Promise<void> {

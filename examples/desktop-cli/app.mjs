@@ -5,7 +5,7 @@
 //   node app.mjs deactivate               free this device's slot
 // Options: --clock +5d pretends the clock is 5 days ahead (to watch refresh and expiry happen).
 // TESSERA_BASE_URL overrides the server (point it at a dead port to play "offline").
-import { randomUUID } from 'node:crypto';
+import { randomUUID, webcrypto } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LicenseClient } from '@tessera/client';
@@ -35,6 +35,7 @@ const client = new LicenseClient({
   publicKey: config.publicKey,
   storage: new FileTokenStorage(join(home, 'license-token')),
   timeoutMs: 3000,
+  crypto: webcrypto, // Node 18 has no global WebCrypto (19+ does; this is the same object there)
   now: () => Date.now() + offsetDays * 86_400_000,
 });
 const device = deviceIdentifier();

@@ -1,8 +1,11 @@
 import { type ApiError, type ApiResult, type HttpOptions, isTransportError, request } from './http.js';
 import { MemoryTokenStorage, type TokenStorage } from './storage.js';
-import { decodeClaims, type PublicJwk, type TokenClaims, type TokenFailure, type TokenVerification, verifyLicenseToken } from './token.js';
+import { decodeClaims, type PublicJwk, type TokenClaims, type TokenFailure, type TokenVerification, type VerifyingSubtleCrypto, verifyLicenseToken } from './token.js';
 
 const DAY_SECONDS = 86_400;
+
+const NO_WEBCRYPTO =
+  "No WebCrypto in this runtime to verify license tokens with. On Node 18 pass `crypto: (await import('node:crypto')).webcrypto` in the LicenseClient options; in a browser, serve the app over HTTPS (crypto.subtle needs a secure context).";
 
 export interface LicenseClientOptions {
   /** The Tessera server, e.g. https://licensing.example.com (no trailing /api/v1). */
@@ -22,8 +25,12 @@ export interface LicenseClientOptions {
   refreshBeforeExpirySeconds?: number;
   /** Defaults to the global fetch. */
   fetch?: typeof fetch;
-  /** Defaults to globalThis.crypto (Node 19+, browsers, Electron); on Node 18 pass `require('node:crypto').webcrypto`. */
-  crypto?: { subtle: SubtleCrypto };
+  /**
+   * WebCrypto, for verifying tokens. Defaults to `globalThis.crypto` (Node 19+, browsers,
+   * Electron). Node 18 has no global one: pass `(await import('node:crypto')).webcrypto`.
+   * Without either, token methods answer `no_webcrypto` (as values) and send nothing.
+   */
+  crypto?: { readonly subtle: VerifyingSubtleCrypto };
   /** Milliseconds since the epoch (tests). */
   now?: () => number;
 }
@@ -93,7 +100,8 @@ const LICENSE_VERDICTS = new Set(['invalid_license', 'license_revoked', 'license
 /**
  * The Tessera client for apps: the public API (activate, validate, remove a device, tokens)
  * and offline verification of license tokens. Uses only fetch and WebCrypto, so it runs in
- * Node 18+, browsers and Electron. Expected failures come back as values, never as exceptions.
+ * Node 18+ (Node 18: with `options.crypto`), browsers and Electron. Expected failures come back
+ * as values, never as exceptions.
  */
 export class LicenseClient {
   private readonly http: HttpOptions;
@@ -101,7 +109,7 @@ export class LicenseClient {
   private readonly keys: readonly PublicJwk[];
   private readonly storage: TokenStorage;
   private readonly refreshBeforeSeconds: number;
-  private readonly subtle: SubtleCrypto | undefined;
+  private readonly subtle: VerifyingSubtleCrypto | undefined;
   private readonly now: () => number;
 
   constructor(options: LicenseClientOptions) {
@@ -123,6 +131,9 @@ export class LicenseClient {
 
   /** Activates this device; when the product issues tokens, the token is verified and stored. */
   async activate(input: DeviceRef & { deviceName: string }): Promise<ApiResult<Activation>> {
+    // Checked before the request: an activation whose token cannot be verified here would use up
+    // a device slot and leave nothing stored, so the app would ask for the key again.
+    if (this.keys.length > 0 && !this.subtle) return { ok: false, error: { code: 'no_webcrypto', message: NO_WEBCRYPTO } };
     const result = await request<Activation>(this.http, 'POST', '/api/v1/public/licenses/activate', { ...input, productId: this.productId });
     if (!result.ok || result.value.token === undefined || this.keys.length === 0) return result;
     const check = await this.verifyToken(result.value.token, input.deviceIdentifier);
@@ -156,9 +167,8 @@ export class LicenseClient {
 
   /** Offline: signature, product, device, license expiry, token expiry. */
   async verifyToken(token: string, deviceIdentifier: string): Promise<TokenVerification> {
-    if (this.keys.length === 0 || !this.subtle) {
-      return { valid: false, code: 'unknown_key', message: this.subtle ? 'No public key configured (options.publicKey).' : 'No WebCrypto available (options.crypto).' };
-    }
+    if (this.keys.length === 0) return { valid: false, code: 'unknown_key', message: 'No public key configured (options.publicKey).' };
+    if (!this.subtle) return { valid: false, code: 'no_webcrypto', message: NO_WEBCRYPTO };
     return verifyLicenseToken(token, { keys: this.keys, productIds: this.productIds, deviceIdentifier, now: this.now(), subtle: this.subtle });
   }
 
@@ -171,6 +181,8 @@ export class LicenseClient {
    */
   async validateAndRefreshToken(deviceIdentifier: string): Promise<LicenseState> {
     if (this.keys.length === 0) return { valid: false, code: 'no_public_key', message: 'No public key configured (options.publicKey).', needsActivation: false };
+    // Not a verdict on the license: the stored token is kept and nothing is sent.
+    if (!this.subtle) return { valid: false, code: 'no_webcrypto', message: NO_WEBCRYPTO, needsActivation: false };
     const stored = await this.storage.get();
     if (!stored) return { valid: false, code: 'no_token', message: 'No license token stored on this device.', needsActivation: true };
     const local = await this.verifyToken(stored, deviceIdentifier);

@@ -16,7 +16,12 @@ export type ApiErrorCode =
   /** No answer within `timeoutMs`. */
   | 'timeout'
   /** An answer that is not the service's JSON (a proxy page, a truncated body). */
-  | 'invalid_response';
+  | 'invalid_response'
+  /**
+   * No WebCrypto here to verify tokens with (Node 18 without `options.crypto`, or a browser page
+   * outside a secure context): nothing was sent to the server.
+   */
+  | 'no_webcrypto';
 
 export interface ApiError {
   code: ApiErrorCode | (string & {});

@@ -5,4 +5,4 @@ export type { ApiError, ApiErrorCode, ApiResult } from './http.js';
 export { MemoryTokenStorage, WebStorageTokenStorage } from './storage.js';
 export type { TokenStorage } from './storage.js';
 export { decodeClaims, verifyLicenseToken } from './token.js';
-export type { PublicJwk, TokenClaims, TokenFailure, TokenVerification, VerifyOptions } from './token.js';
+export type { PublicJwk, TokenClaims, TokenFailure, TokenVerification, VerifyingSubtleCrypto, VerifyOptions } from './token.js';

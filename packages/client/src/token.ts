@@ -36,7 +36,9 @@ export type TokenFailure =
   /** The license itself expired (and was not in fallback when the token was issued). */
   | 'license_expired'
   /** The token's `exp` passed; everything else about it checks out. */
-  | 'token_expired';
+  | 'token_expired'
+  /** Nothing could be checked: no WebCrypto in this runtime (Node 18 without `options.crypto`). */
+  | 'no_webcrypto';
 
 export type TokenVerification =
   | {
@@ -54,12 +56,19 @@ export type TokenVerification =
       claims?: TokenClaims;
     };
 
+/**
+ * The part of WebCrypto the SDK uses (ES256 verification). `crypto.subtle` of browsers, Electron
+ * and Node 19+ fits, and so does Node 18's `(await import('node:crypto')).webcrypto.subtle`, whose
+ * declared type lacks some of what newer DOM typings add to the whole `SubtleCrypto`.
+ */
+export type VerifyingSubtleCrypto = Pick<SubtleCrypto, 'importKey' | 'verify'>;
+
 export interface VerifyOptions {
   keys: readonly PublicJwk[];
   productIds: readonly string[];
   deviceIdentifier: string;
   now: number;
-  subtle: SubtleCrypto;
+  subtle: VerifyingSubtleCrypto;
 }
 
 const ES256 = { name: 'ECDSA', namedCurve: 'P-256' } as const;
@@ -102,7 +111,7 @@ export function decodeClaims(token: string): TokenClaims | undefined {
   }
 }
 
-function importKey(jwk: PublicJwk, subtle: SubtleCrypto): Promise<CryptoKey> {
+function importKey(jwk: PublicJwk, subtle: VerifyingSubtleCrypto): Promise<CryptoKey> {
   let key = keyCache.get(jwk);
   if (!key) {
     key = subtle.importKey('jwk', { kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y }, ES256, false, ['verify']);

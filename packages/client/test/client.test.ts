@@ -1,5 +1,6 @@
+import { webcrypto } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { call, createLicense, createProduct, createTenant, type Tenant, useTestApp } from '../../../test/support/app.ts';
 import { configureTokens, replaceKeyPair } from '../../../test/support/license-tokens.ts';
 import { forEachStore } from '../../../test/support/stores.ts';
@@ -207,6 +208,27 @@ forEachStore('client SDK against a running server', (kind) => {
     expect(await updatedApp.validateAndRefreshToken('d')).toMatchObject({ valid: true, refreshed: true });
     const stored = (await storage.get())!;
     expect(JSON.parse(Buffer.from(stored.split('.')[0]!, 'base64url').toString()).kid).toBe(newKey.kid);
+  });
+
+  it('without WebCrypto (Node 18 with no options.crypto): no_webcrypto as a value, nothing sent, the stored token kept', async () => {
+    const { key, storage, token } = await activated();
+    const requests: string[] = [];
+    const counting: typeof fetch = (input, init) => (requests.push(String(input)), fetch(input, init));
+    vi.stubGlobal('crypto', undefined); // what Node 18 has: no global WebCrypto
+    try {
+      const bare = client({ storage, fetch: counting });
+      const noCrypto = { code: 'no_webcrypto', message: expect.stringContaining("crypto: (await import('node:crypto')).webcrypto") };
+      expect(await bare.activate({ licenseKey: key, deviceIdentifier: 'dev-2', deviceName: 'D' })).toEqual({ ok: false, error: noCrypto });
+      expect(await bare.verifyToken(token, 'dev-1')).toEqual({ valid: false, ...noCrypto });
+      expect(await bare.validateAndRefreshToken('dev-1')).toEqual({ valid: false, ...noCrypto, needsActivation: false });
+      expect(requests).toEqual([]);
+      expect(await storage.get()).toBe(token);
+      // The option is what makes it work there.
+      expect(await client({ storage, crypto: webcrypto }).validateAndRefreshToken('dev-1')).toMatchObject({ valid: true });
+    } finally {
+      vi.unstubAllGlobals();
+    }
+    expect(await client().validate({ licenseKey: key, deviceIdentifier: 'dev-2' })).toMatchObject({ ok: true, value: { isValid: false, reason: 'device_not_activated' } });
   });
 
   it('refuses to work without a public key rather than trusting an unverified token', async () => {

@@ -1,22 +1,12 @@
-import { execFile } from 'node:child_process';
 import { webcrypto } from 'node:crypto';
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLicense, createProduct, createTenant, useTestApp } from '../../../test/support/app.ts';
 import { configureTokens } from '../../../test/support/license-tokens.ts';
+import { useNode18Package } from '../../../test/support/node18.ts';
 import type { LicenseClientOptions } from '../src/index.ts';
 
-// The SDK promises Node 18+ (issue 3) and the project itself runs on Node 20: this runs the built
-// package under a real Node 18 binary, given as NODE18_BIN (.ci/run installs one).
-const NODE18 = process.env.NODE18_BIN;
-const available = NODE18 !== undefined && NODE18 !== '' && existsSync(NODE18);
-if (!available && process.env.CI === 'true') throw new Error(`CI must run the client SDK Node 18 test: NODE18_BIN (${NODE18 ?? 'unset'}) is not a Node binary`);
-if (!available) console.warn('\n[tessera tests] NODE18_BIN is not set: the client SDK NODE 18 test is SKIPPED (CI runs it).\n');
-
-const run = promisify(execFile);
+// The SDK promises Node 18+ (issue 3): this runs the built package under a real Node 18 (NODE18_BIN).
 const PACKAGE = join(import.meta.dirname, '..');
 const FLOW = join(import.meta.dirname, 'fixtures/node-flow.mjs');
 
@@ -24,52 +14,24 @@ const FLOW = join(import.meta.dirname, 'fixtures/node-flow.mjs');
 const nodeCrypto: LicenseClientOptions['crypto'] = webcrypto;
 void nodeCrypto;
 
-const newest = (dir: string): number =>
-  Math.max(...readdirSync(dir, { recursive: true, encoding: 'utf8' }).map((f) => statSync(join(dir, f)).mtimeMs));
-
-/** Builds the package with its own build script when dist/ is missing or older than what it is built from. */
-async function ensureBuilt(): Promise<void> {
-  const output = join(PACKAGE, 'dist/index.js');
-  const inputs = Math.max(newest(join(PACKAGE, 'src')), statSync(join(PACKAGE, 'tsconfig.build.json')).mtimeMs, statSync(join(PACKAGE, 'package.json')).mtimeMs);
-  if (existsSync(output) && statSync(output).mtimeMs >= inputs) return;
-  await run('npm', ['run', '--silent', 'build'], { cwd: PACKAGE, timeout: 120_000 });
-}
-
-/** A port that accepts connections and never answers. */
-async function silentServer(): Promise<Server> {
-  const server = createServer(() => {});
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return server;
-}
-
 describe('client SDK on Node 18 (built package) [sqlite]', () => {
   const ctx = useTestApp('sqlite');
-  let silent: Server | undefined;
+  const node18 = useNode18Package('client SDK', PACKAGE, ctx);
 
-  beforeAll(async () => {
-    if (available) await ensureBuilt();
-  });
-  afterAll(() => silent?.close());
-
-  it.runIf(available)('activates, verifies offline, validates, refreshes, fetches a token and removes the device', async () => {
-    const baseUrl = await ctx.app.listen({ port: 0, host: '127.0.0.1' });
-    silent = await silentServer();
+  it.runIf(node18.available)('activates, verifies offline, validates, refreshes, fetches a token and removes the device', async () => {
     const tenant = await createTenant(ctx);
     const product = await createProduct(ctx, tenant);
     const { publicKeyJwk } = await configureTokens(ctx, tenant, product.id, { enabled: true, validitySeconds: 7 * 86_400 });
     const license = await createLicense(ctx, tenant, product.id);
     const params = {
-      baseUrl,
+      baseUrl: node18.baseUrl,
       productId: product.id,
       publicKey: publicKeyJwk,
       licenseKey: license.key,
       closedUrl: 'http://127.0.0.1:9', // discard port: connection refused
-      silentUrl: `http://127.0.0.1:${(silent.address() as { port: number }).port}`,
+      silentUrl: node18.silentUrl,
     };
-    // A clean environment: nothing of this process's loaders (NODE_OPTIONS) reaches Node 18.
-    const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' };
-    const { stdout } = await run(NODE18!, [FLOW, JSON.stringify(params)], { cwd: PACKAGE, env, timeout: 60_000 });
-    const summary = JSON.parse(stdout.trim().split('\n').at(-1)!);
+    const summary = await node18.run(FLOW, { params });
 
     expect(summary.node).toMatch(/^v18\./);
     expect(summary.globalWebCrypto).toBe(false);

@@ -1,10 +1,10 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll } from 'vitest';
 import type { TestContext } from './app.ts';
+import { ensureBuilt } from './packages.ts';
 
 // The SDKs (packages/*) promise Node 18+ (issue 3) and the project itself runs on Node 20: their
 // node18 tests run the built package under a real Node 18 binary, given as NODE18_BIN (.ci/run
@@ -64,15 +64,4 @@ export function useNode18Package(what: string, packageDir: string, ctx: TestCont
   });
   afterAll(() => silent?.close());
   return pkg;
-}
-
-const newest = (dir: string): number =>
-  Math.max(...readdirSync(dir, { recursive: true, encoding: 'utf8' }).map((f) => statSync(join(dir, f)).mtimeMs));
-
-/** Builds a package with its own build script when dist/ is missing or older than what it is built from. */
-async function ensureBuilt(packageDir: string): Promise<void> {
-  const output = join(packageDir, 'dist/index.js');
-  const inputs = Math.max(newest(join(packageDir, 'src')), statSync(join(packageDir, 'tsconfig.build.json')).mtimeMs, statSync(join(packageDir, 'package.json')).mtimeMs);
-  if (existsSync(output) && statSync(output).mtimeMs >= inputs) return;
-  await run('npm', ['run', '--silent', 'build'], { cwd: packageDir, timeout: 120_000 });
 }

@@ -27,10 +27,17 @@ export class MemoryTokenStorage implements TokenStorage {
   }
 }
 
+/** What the SDK uses of a Web Storage object (written out: the declarations need no DOM typings). */
+export interface WebStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
 /** Browser storage (localStorage, sessionStorage) under one key. */
 export class WebStorageTokenStorage implements TokenStorage {
   constructor(
-    private readonly storage: Pick<Storage, 'getItem' | 'setItem' | 'removeItem'>,
+    private readonly storage: WebStorage,
     private readonly key = 'tessera.licenseToken',
   ) {}
 

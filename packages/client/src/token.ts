@@ -56,12 +56,25 @@ export type TokenVerification =
       claims?: TokenClaims;
     };
 
+/** A key as WebCrypto's importKey returns it; the SDK only hands it back to verify. */
+export type VerifyingKey = object;
+
 /**
- * The part of WebCrypto the SDK uses (ES256 verification). `crypto.subtle` of browsers, Electron
- * and Node 19+ fits, and so does Node 18's `(await import('node:crypto')).webcrypto.subtle`, whose
- * declared type lacks some of what newer DOM typings add to the whole `SubtleCrypto`.
+ * The part of WebCrypto the SDK uses (ES256 verification), written out rather than taken from the
+ * DOM's `SubtleCrypto`, so the declarations need no DOM typings (a Node or Electron-main project
+ * without `lib: ["DOM"]` compiles them). `crypto.subtle` of browsers, Electron and Node 19+ fits, and
+ * so does Node 18's `(await import('node:crypto')).webcrypto.subtle`.
  */
-export type VerifyingSubtleCrypto = Pick<SubtleCrypto, 'importKey' | 'verify'>;
+export interface VerifyingSubtleCrypto {
+  importKey(
+    format: 'jwk',
+    keyData: { kty: string; crv: string; x: string; y: string },
+    algorithm: { name: 'ECDSA'; namedCurve: 'P-256' },
+    extractable: boolean,
+    keyUsages: readonly 'verify'[],
+  ): Promise<VerifyingKey>;
+  verify(algorithm: { name: 'ECDSA'; hash: 'SHA-256' }, key: VerifyingKey, signature: ArrayBuffer | ArrayBufferView, data: ArrayBuffer | ArrayBufferView): Promise<boolean>;
+}
 
 export interface VerifyOptions {
   keys: readonly PublicJwk[];
@@ -72,7 +85,7 @@ export interface VerifyOptions {
 }
 
 const ES256 = { name: 'ECDSA', namedCurve: 'P-256' } as const;
-const keyCache = new WeakMap<PublicJwk, Promise<CryptoKey>>();
+const keyCache = new WeakMap<PublicJwk, Promise<VerifyingKey>>();
 
 function base64UrlToBytes(text: string): Uint8Array<ArrayBuffer> {
   if (!/^[A-Za-z0-9_-]*$/.test(text)) throw new Error('not base64url');
@@ -111,7 +124,7 @@ export function decodeClaims(token: string): TokenClaims | undefined {
   }
 }
 
-function importKey(jwk: PublicJwk, subtle: VerifyingSubtleCrypto): Promise<CryptoKey> {
+function importKey(jwk: PublicJwk, subtle: VerifyingSubtleCrypto): Promise<VerifyingKey> {
   let key = keyCache.get(jwk);
   if (!key) {
     key = subtle.importKey('jwk', { kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y }, ES256, false, ['verify']);

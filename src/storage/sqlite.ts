@@ -4,9 +4,14 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { migrateToLatest } from './migrations/index.ts';
 import type { Database } from './schema.ts';
-import { type Executor, type Statement, type Store, toSqlQuery } from './store.ts';
+import { type Executor, type Statement, type Store, toSqlQuery, UnitMisuseError } from './store.ts';
 
 const STATEMENT_CACHE_LIMIT = 500;
+
+const STALL_MESSAGE =
+  'a unit of work on SQLite awaited something other than its own statements: a read through the store ' +
+  '(it waits for the batch this unit belongs to), another service call that opens its own unit instead of ' +
+  'joining this one, network or file I/O, or a timer. Do that before opening the unit, or pass the unit on.';
 
 /**
  * A prepared statement. Readers return raw arrays that `row` turns into objects: better-sqlite3
@@ -36,6 +41,8 @@ interface Job {
   reject: (error: unknown) => void;
 }
 
+type Outcome = { ok: boolean; value: unknown };
+
 /**
  * The embedded store: one better-sqlite3 connection in WAL mode with synchronous=FULL, so an
  * acknowledged write survives power loss. Writes are group-committed: every unit of work queued
@@ -57,8 +64,6 @@ export class SqliteStore implements Store {
   /** A write batch's transaction is open: reads from outside it wait for its end. */
   private batchOpen = false;
   private afterBatch: (() => void)[] = [];
-  /** What a batch's units run on: inside the batch's transaction, never waiting for it. */
-  private readonly unit: Executor;
 
   private constructor(file: string) {
     this.conn = new BetterSqlite3(file);
@@ -71,8 +76,7 @@ export class SqliteStore implements Store {
     this.conn.pragma('cache_size = -16384');
     this.conn.pragma('temp_store = MEMORY');
     this.db = new Kysely<Database>({ dialect: new SqliteDialect({ database: this.conn }) });
-    this.read = this.executor(true);
-    this.unit = this.executor(false);
+    this.read = this.outsideExecutor();
   }
 
   static async open(dataDir: string): Promise<SqliteStore> {
@@ -97,20 +101,16 @@ export class SqliteStore implements Store {
     this.endRead();
     const jobs = this.queue;
     this.queue = [];
-    const outcomes: { ok: boolean; value: unknown }[] = [];
+    const outcomes: Outcome[] = [];
     try {
       this.conn.exec('BEGIN IMMEDIATE');
       this.batchOpen = true;
       for (const job of jobs) {
         this.conn.exec('SAVEPOINT unit');
-        try {
-          outcomes.push({ ok: true, value: await job.work(this.unit) });
-          this.conn.exec('RELEASE unit');
-        } catch (error) {
-          this.conn.exec('ROLLBACK TO unit');
-          this.conn.exec('RELEASE unit');
-          outcomes.push({ ok: false, value: error });
-        }
+        const outcome = await this.runUnit(job);
+        if (!outcome.ok) this.conn.exec('ROLLBACK TO unit');
+        this.conn.exec('RELEASE unit');
+        outcomes.push(outcome);
       }
       this.conn.exec('COMMIT');
     } catch (error) {
@@ -126,6 +126,39 @@ export class SqliteStore implements Store {
       else job.reject(outcome.value);
     });
     this.afterFlush();
+  }
+
+  /**
+   * Runs one unit of the batch. Its statements are synchronous, so a unit that awaits only them
+   * settles within this event-loop turn. One still pending at the next turn awaits something
+   * else (a read through the store, which waits for this very batch; another unit; I/O; a
+   * timer): it would stall every read and write of the process, so it fails at once instead,
+   * and its executor is closed so nothing it does later runs outside the batch's transaction.
+   */
+  private async runUnit(job: Job): Promise<Outcome> {
+    let open = true;
+    const guard = (): void => {
+      if (!open) throw new UnitMisuseError('a statement ran after its unit of work had ended (the unit had been failed for awaiting something else)');
+    };
+    const executor: Executor = {
+      all: async (query) => (guard(), this.runAll(query)),
+      first: async (query) => (guard(), this.runAll(query)[0]),
+      run: async (query) => (guard(), this.runWrite(query)),
+    };
+    let stall: NodeJS.Immediate | undefined;
+    const stalled = new Promise<never>((_, reject) => {
+      stall = setImmediate(() => reject(new UnitMisuseError(STALL_MESSAGE)));
+    });
+    const work = (async () => job.work(executor))();
+    try {
+      return { ok: true, value: await Promise.race([work, stalled]) };
+    } catch (error) {
+      work.catch(() => {}); // abandoned: whatever it still does fails on the closed executor
+      return { ok: false, value: error };
+    } finally {
+      clearImmediate(stall);
+      open = false;
+    }
   }
 
   /** Lets the reads that arrived during the batch run, now that it is committed or rolled back. */
@@ -180,39 +213,38 @@ export class SqliteStore implements Store {
     this.conn.exec('COMMIT');
   };
 
-  /** `outside`: the store's `read`, which waits while a batch runs; otherwise a batch's unit executor. */
-  private executor(outside: boolean): Executor {
-    // better-sqlite3 is synchronous; results are wrapped so repositories are store-agnostic.
-    const all = <R>(query: Statement<R>): R[] => {
-      const { sql, parameters } = toSqlQuery(query);
-      const { stmt, row, readonly } = this.statement(sql);
-      // A write outside `write` (or a RETURNING) commits on its own, as it always did.
-      if (readonly) this.beginRead();
-      else this.endRead();
-      if (row) return (stmt.all(...parameters) as unknown[][]).map(row) as R[];
-      stmt.run(...parameters);
-      return [];
-    };
-    const run = (query: Statement<unknown>): number => {
-      const { sql, parameters } = toSqlQuery(query);
-      this.endRead();
-      return this.statement(sql).stmt.run(...parameters).changes;
-    };
-    if (!outside) {
-      return { all: async (query) => all(query), first: async (query) => all(query)[0], run: async (query) => run(query) };
-    }
+  // better-sqlite3 is synchronous; executors wrap results so repositories are store-agnostic.
+  private runAll<R>(query: Statement<R>): R[] {
+    const { sql, parameters } = toSqlQuery(query);
+    const { stmt, row, readonly } = this.statement(sql);
+    // A write outside `write` (or a RETURNING) commits on its own, as it always did.
+    if (readonly) this.beginRead();
+    else this.endRead();
+    if (row) return (stmt.all(...parameters) as unknown[][]).map(row) as R[];
+    stmt.run(...parameters);
+    return [];
+  }
+
+  private runWrite(query: Statement<unknown>): number {
+    const { sql, parameters } = toSqlQuery(query);
+    this.endRead();
+    return this.statement(sql).stmt.run(...parameters).changes;
+  }
+
+  /** The store's `read`: waits while a batch runs, so it sees committed rows only. */
+  private outsideExecutor(): Executor {
     return {
       all: async (query) => {
         if (this.batchOpen) await this.batchEnd();
-        return all(query);
+        return this.runAll(query);
       },
       first: async (query) => {
         if (this.batchOpen) await this.batchEnd();
-        return all(query)[0];
+        return this.runAll(query)[0];
       },
       run: async (query) => {
         if (this.batchOpen) await this.batchEnd();
-        return run(query);
+        return this.runWrite(query);
       },
     };
   }

@@ -36,7 +36,7 @@ export interface Store {
   /**
    * Runs `work` atomically and durably. On SQLite concurrent units share one transaction and
    * one fsync (group commit), each in its own savepoint; `work` must await nothing but its
-   * executor (`read` waits for the batch to end, so awaiting it inside `work` never returns).
+   * executor: a unit still pending after its event-loop turn fails with UnitMisuseError.
    * On PostgreSQL each unit is its own transaction. `read` sees committed rows only, on both.
    */
   write<T>(work: (tx: Executor) => Promise<T>): Promise<T>;
@@ -44,6 +44,14 @@ export interface Store {
   readonly lockRows: boolean;
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A unit of work used in a way that would hang or corrupt the store; the message names the cause. */
+export class UnitMisuseError extends Error {
+  constructor(cause: string) {
+    super(`Unit of work misuse: ${cause}`);
+    this.name = 'UnitMisuseError';
+  }
 }
 
 export function toSqlQuery(query: Statement<unknown>): SqlQuery {

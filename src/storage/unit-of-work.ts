@@ -1,0 +1,34 @@
+import type { DomainEvent } from '../core/events.ts';
+import type { EventBus, Unit, UnitRunner } from '../core/unit-of-work.ts';
+import type { Executor, Store } from './store.ts';
+
+/** A unit on a store: the transaction's executor, and the bus its events go to. */
+class StoreUnit implements Unit {
+  constructor(
+    readonly tx: Executor,
+    private readonly bus: EventBus,
+  ) {}
+
+  emit(event: DomainEvent): Promise<void> {
+    return this.bus.publish(event, this);
+  }
+}
+
+/** Units of work over one store: each is one `Store.write` (group-committed on SQLite). */
+export class StoreUnits implements UnitRunner {
+  constructor(
+    private readonly store: Store,
+    private readonly bus: EventBus,
+  ) {}
+
+  run<T>(work: (unit: Unit) => Promise<T>, outer?: Unit): Promise<T> {
+    if (outer) return work(outer);
+    return this.store.write((tx) => work(new StoreUnit(tx, this.bus)));
+  }
+}
+
+/** What a repository runs its statements on inside `unit`. */
+export function executorOf(unit: Unit): Executor {
+  if (!(unit instanceof StoreUnit)) throw new Error('Not a unit of work of this store');
+  return unit.tx;
+}

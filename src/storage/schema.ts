@@ -81,23 +81,21 @@ export interface LicenseTokenConfigsTable {
   updated_at: number;
 }
 
-export interface MailOutboxTable {
+/** The general outbox (migration 004): jobs of several kinds, each with a JSON payload. */
+export interface OutboxTable {
   id: string;
+  /** Which consumer handles it: `mail`, `event:<consumer>`. */
   kind: string;
-  to_address: string;
-  reply_to: string | null;
-  subject: string;
-  text_body: string;
-  html_body: string;
-  status: 'pending' | 'sent' | 'failed';
+  payload: string;
+  status: 'pending' | 'done' | 'dead';
   attempts: number;
   next_attempt_at: number;
-  /** The worker holding the message until `claimed_until` (a lease: a crashed worker's claim expires); on a sent message, its sender. */
+  /** The worker holding the job until `claimed_until` (a lease: a crashed worker's claim expires); on a done job, the worker that did it. */
   claimed_by: string | null;
   claimed_until: number | null;
   last_error: string | null;
   created_at: number;
-  sent_at: number | null;
+  done_at: number | null;
 }
 
 /** Portal access links and sessions; only the SHA-256 of a token is stored. */
@@ -134,7 +132,7 @@ export interface Database {
   products: ProductsTable;
   licenses: LicensesTable;
   devices: DevicesTable;
-  mail_outbox: MailOutboxTable;
+  outbox: OutboxTable;
   portal_tokens: PortalTokensTable;
   portal_link_requests: PortalLinkRequestsTable;
   portal_device_resets: PortalDeviceResetsTable;

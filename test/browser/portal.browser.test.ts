@@ -12,6 +12,7 @@ import type { Store } from '../../src/storage/index.ts';
 import { outboxFor } from '../support/mail.ts';
 import { TestSmtpServer } from '../support/smtp.ts';
 import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.ts';
+import { cliPrincipal } from '../../src/core/principal.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const available = existsSync(CHROMIUM);
@@ -109,7 +110,7 @@ for (const kind of storeKinds()) {
       database = await createTestDatabase(kind);
       running = await startApp(database, await freePort(), smtpUrl);
       const account = await running.services.accounts.create({ email: 'owner@aurora.test', password: 'correct horse battery', plan: 'plus' });
-      auth = { authorization: `Bearer ${(await running.services.apiKeys.create(account.id, 'browser test')).secret}` };
+      auth = { authorization: `Bearer ${(await running.services.apiKeys.create(cliPrincipal(account.id), 'browser test')).secret}` };
       context = await launchChromium();
       mkdirSync(SHOTS, { recursive: true });
     });
@@ -275,7 +276,7 @@ for (const kind of storeKinds()) {
       const mail = await smtp.waitFor('restart@example.com', /Your license key for Restart Pro/);
       expect(mail.text).toContain(license.key);
       expect(mail.messageId).toBe(`<${queued!.id}@localhost>`);
-      await expect.poll(async () => (await outboxFor(running!.store, 'restart@example.com'))[0]!.status).toBe('sent');
+      await expect.poll(async () => (await outboxFor(running!.store, 'restart@example.com'))[0]!.status).toBe('done');
       expect(smtp.inbox.filter((m) => m.subject === 'Your license key for Restart Pro')).toHaveLength(1);
     }, BROWSER_CASE_TIMEOUT);
   });

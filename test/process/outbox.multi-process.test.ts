@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Outbox } from '../../src/modules/mail/outbox.ts';
+import { Outbox } from '../../src/modules/outbox/outbox.ts';
+import { MAIL_JOB } from '../../src/modules/mail/queue.ts';
+import { StoreUnits } from '../../src/storage/unit-of-work.ts';
+import { EventBus } from '../../src/core/unit-of-work.ts';
 import { type ServerProcess, startServer } from '../support/server-process.ts';
 import { TestSmtpServer } from '../support/smtp.ts';
 import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.ts';
@@ -19,9 +22,9 @@ describePg('e-mail outbox drained by two server processes on one PostgreSQL', ()
     database = await createTestDatabase('postgres');
     const store = await database.open();
     const outbox = new Outbox(store);
-    await store.write(async (tx) => {
+    await new StoreUnits(store, new EventBus()).run(async (unit) => {
       for (let i = 0; i < MESSAGES; i++) {
-        await outbox.enqueue(tx, { kind: 'test', to: `customer${i}@example.com`, replyTo: null, subject: `Message ${i}`, text: `Hello ${i}`, html: `<p>Hello ${i}</p>` });
+        await outbox.enqueue(unit, MAIL_JOB, { kind: 'test', to: `customer${i}@example.com`, replyTo: null, subject: `Message ${i}`, text: `Hello ${i}`, html: `<p>Hello ${i}</p>` });
       }
     });
     await store.close();
@@ -43,9 +46,9 @@ describePg('e-mail outbox drained by two server processes on one PostgreSQL', ()
     expect(new Set(subjects).size).toBe(MESSAGES);
 
     const store = await database.open();
-    const rows = await store.read.all(store.db.selectFrom('mail_outbox').select(['status', 'attempts', 'claimed_by']));
+    const rows = await store.read.all(store.db.selectFrom('outbox').select(['status', 'attempts', 'claimed_by']));
     await store.close();
-    expect(rows.every((r) => r.status === 'sent' && r.attempts === 1)).toBe(true);
+    expect(rows.every((r) => r.status === 'done' && r.attempts === 1)).toBe(true);
     expect(new Set(rows.map((r) => r.claimed_by)).size).toBe(2);
   }, 90_000);
 });

@@ -113,8 +113,11 @@ export async function openPrivateSession(ctx: TestContext, auth: Record<string, 
   return { browser, url: res.body.url as string };
 }
 
-/** Every outbox row for one address, oldest first. */
+/** Every e-mail job in the outbox for one address, oldest first (`kind` is the mail's: purchase, portal_link). */
 export async function outboxFor(store: Store, to: string) {
-  const rows = await store.read.all(store.db.selectFrom('mail_outbox').selectAll().where('to_address', '=', to).orderBy('created_at').orderBy('id'));
-  return rows.map((r) => ({ id: r.id, kind: r.kind, status: r.status, attempts: r.attempts, lastError: r.last_error }));
+  const rows = await store.read.all(store.db.selectFrom('outbox').selectAll().where('kind', '=', 'mail').orderBy('created_at').orderBy('id'));
+  return rows
+    .map((r) => ({ row: r, mail: JSON.parse(r.payload) as { kind: string; to: string } }))
+    .filter(({ mail }) => mail.to === to)
+    .map(({ row, mail }) => ({ id: row.id, kind: mail.kind, status: row.status, attempts: row.attempts, lastError: row.last_error }));
 }

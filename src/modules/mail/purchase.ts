@@ -1,9 +1,10 @@
 import { renderActionUrl } from '../../core/action-url.ts';
 import { invalidRequest, notFound } from '../../core/errors.ts';
-import type { Executor } from '../../storage/index.ts';
+import type { Principal } from '../../core/principal.ts';
+import type { Unit } from '../../core/unit-of-work.ts';
 import type { AccountService } from '../accounts/service.ts';
 import type { ProductService } from '../products/service.ts';
-import type { Outbox } from './outbox.ts';
+import type { MailQueue } from './queue.ts';
 import { purchaseMail } from './templates.ts';
 
 /** What the purchase e-mail needs of a license (a LicenseRecord fits). */
@@ -17,28 +18,24 @@ export interface PurchasedLicense {
   email: string | null;
 }
 
-/** Puts the rendered message into the caller's unit of work. */
-export type QueueStep = (tx: Executor) => Promise<void>;
-
 /**
  * The purchase e-mail: license key, product details and customization (support e-mail or the
- * owner's account e-mail, purchase note, action button, image on the plus plan). Rendering reads
- * the product and account first; queuing is a step the caller runs in its own unit of work, so
- * the e-mail exists exactly when the license does.
+ * owner's account e-mail, purchase note, action button, image on the plus plan). Rendered and
+ * queued in the caller's unit of work, so the e-mail exists exactly when the license does.
  */
 export class PurchaseMailer {
   constructor(
-    private readonly outbox: Outbox,
+    private readonly mail: MailQueue,
     private readonly products: ProductService,
     private readonly accounts: AccountService,
     private readonly baseUrl: string,
   ) {}
 
-  async prepare(license: PurchasedLicense): Promise<QueueStep> {
+  async queue(principal: Principal, license: PurchasedLicense, unit: Unit): Promise<void> {
     if (!license.email) throw invalidRequest('email', 'the license has no e-mail address to send to');
     const to = license.email;
-    const product = await this.products.get(license.userId, license.productId);
-    const owner = await this.accounts.findById(license.userId);
+    const product = await this.products.get(principal, license.productId, unit);
+    const owner = await this.accounts.findById(license.userId, unit);
     if (!owner) throw notFound('Account');
     const action =
       product.actionButtonText && product.actionButtonUrl
@@ -60,13 +57,7 @@ export class PurchaseMailer {
       portalUrl: `${this.baseUrl}/portal/request?email=${encodeURIComponent(to)}`,
     });
     // Replies reach whoever answers for the product, not the no-reply sender.
-    return async (tx) => void (await this.outbox.enqueue(tx, { kind: 'purchase', to, replyTo: supportEmail, ...rendered }));
-  }
-
-  /** Queues the purchase e-mail again for an existing license (its own unit of work). */
-  async resend(license: PurchasedLicense): Promise<void> {
-    const step = await this.prepare(license);
-    await this.outbox.sendStep(step);
+    await this.mail.queue(unit, { kind: 'purchase', to, replyTo: supportEmail, ...rendered });
   }
 }
 

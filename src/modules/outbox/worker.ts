@@ -1,20 +1,28 @@
 import { randomUUID } from 'node:crypto';
-import type { Outbox } from './outbox.ts';
-import type { MailTransport, QueuedMail } from './types.ts';
+import type { Job, Outbox } from './outbox.ts';
+
+/** Does one kind of job; throws to have it retried (or dead after the last attempt). */
+export interface JobConsumer {
+  /** For the log line at start (e.g. where e-mail goes). */
+  readonly description: string;
+  handle(job: Job): Promise<void>;
+  /** Releases what the consumer holds (connections) when the worker stops. */
+  close?(): void;
+}
 
 export interface WorkerSettings {
-  /** How often an idle worker looks for due messages (ms). */
+  /** How often an idle worker looks for due jobs (ms). */
   pollMs: number;
-  /** How long a claim holds before another worker may retry the message (ms). */
+  /** How long a claim holds before another worker may retry the job (ms). */
   leaseMs: number;
   batchSize: number;
-  /** After this many attempts a message is marked failed. */
+  /** After this many attempts a job is dead. */
   maxAttempts: number;
   /** First retry delay (ms); each further attempt doubles it, up to maxRetryDelayMs. */
   retryBaseMs: number;
   maxRetryDelayMs: number;
-  /** Sent messages are deleted after this long (ms). */
-  keepSentMs: number;
+  /** Done jobs are deleted after this long (ms). */
+  keepDoneMs: number;
 }
 
 export const DEFAULT_WORKER_SETTINGS: WorkerSettings = {
@@ -24,7 +32,7 @@ export const DEFAULT_WORKER_SETTINGS: WorkerSettings = {
   maxAttempts: 10,
   retryBaseMs: 30_000,
   maxRetryDelayMs: 60 * 60_000,
-  keepSentMs: 30 * 24 * 60 * 60_000,
+  keepDoneMs: 30 * 24 * 60 * 60_000,
 };
 
 const PURGE_EVERY_MS = 60 * 60_000;
@@ -35,16 +43,17 @@ interface Log {
   error(obj: object, msg: string): void;
 }
 
-/** Exponential backoff with ±20% jitter, so failed messages from many processes spread out. */
+/** Exponential backoff with ±20% jitter, so failed jobs from many processes spread out. */
 export function retryDelay(attempts: number, s: Pick<WorkerSettings, 'retryBaseMs' | 'maxRetryDelayMs'>, random = Math.random): number {
   const delay = Math.min(s.retryBaseMs * 2 ** Math.max(0, attempts - 1), s.maxRetryDelayMs);
   return Math.round(delay * (0.8 + 0.4 * random()));
 }
 
 /**
- * Delivers the outbox: polls (and wakes at once when this process queues a message), claims a
- * batch, sends each message and records the outcome. Delivery is at-least-once: a crash between
- * the SMTP answer and `markSent` sends that message again after its lease expires.
+ * Works the outbox: polls (and wakes at once when this process queues a job), claims a batch of
+ * the kinds it has consumers for, hands each job to its consumer and records the outcome.
+ * Delivery is at-least-once: a crash between a consumer's success and `complete` runs that job
+ * again after its lease expires (e-mails carry a Message-ID derived from the job id for that).
  */
 export class OutboxWorker {
   readonly id = randomUUID();
@@ -57,27 +66,33 @@ export class OutboxWorker {
   private lastPurge = 0;
   private unsubscribe: (() => void) | undefined;
 
+  private readonly kinds: readonly string[];
+
   constructor(
     private readonly outbox: Outbox,
-    private readonly transport: MailTransport,
+    private readonly consumers: Readonly<Record<string, JobConsumer>>,
     private readonly log: Log,
     private readonly settings: WorkerSettings = DEFAULT_WORKER_SETTINGS,
     private readonly clock: () => number = Date.now,
-  ) {}
+  ) {
+    // Only kinds this process can handle are claimed: a newer process's kinds wait for it.
+    this.kinds = Object.keys(consumers);
+  }
 
   start(): void {
     if (this.started) return;
     this.started = true;
     this.stopping = false;
     this.unsubscribe = this.outbox.onQueued(() => this.wake());
-    this.log.info({ transport: this.transport.description }, 'e-mail outbox worker started');
+    const consumers = Object.fromEntries(Object.entries(this.consumers).map(([kind, c]) => [kind, c.description]));
+    this.log.info({ consumers }, 'outbox worker started');
     this.wake();
   }
 
   /**
-   * Stops polling and waits for the message in hand (at most `graceMs`, so a hung SMTP server
-   * cannot hold up a shutdown); messages not yet claimed stay queued. A send cut off here keeps
-   * its claim until the lease expires, then it is retried.
+   * Stops polling and waits for the jobs in hand (at most `graceMs`, so a hung SMTP server
+   * cannot hold up a shutdown); jobs not yet claimed stay queued. A job cut off here keeps its
+   * claim until the lease expires, then it is retried.
    */
   async stop(graceMs = 10_000): Promise<void> {
     this.stopping = true;
@@ -87,7 +102,7 @@ export class OutboxWorker {
     let grace: NodeJS.Timeout | undefined;
     await Promise.race([this.running, new Promise((resolve) => (grace = setTimeout(resolve, graceMs)))]);
     clearTimeout(grace);
-    this.transport.close();
+    for (const consumer of Object.values(this.consumers)) consumer.close?.();
   }
 
   private wake(): void {
@@ -99,7 +114,7 @@ export class OutboxWorker {
     clearTimeout(this.timer);
     this.running = this.drain()
       .then(() => undefined)
-      .catch((err) => this.log.error({ err }, 'e-mail outbox worker failed; retrying on the next poll'))
+      .catch((err) => this.log.error({ err }, 'outbox worker failed; retrying on the next poll'))
       .finally(() => {
         this.running = undefined;
         if (!this.started || this.stopping) return;
@@ -113,32 +128,32 @@ export class OutboxWorker {
       });
   }
 
-  /** Delivers every due message; returns how many were attempted. */
+  /** Works every due job; returns how many were attempted. */
   async drain(): Promise<number> {
     let attempted = 0;
-    while (!this.stopping && (await this.outbox.hasDue(this.clock()))) {
-      const batch = await this.outbox.claim(this.id, this.settings.leaseMs, this.settings.batchSize);
+    while (!this.stopping && (await this.outbox.hasDue(this.kinds, this.clock()))) {
+      const batch = await this.outbox.claim(this.id, this.kinds, this.settings.leaseMs, this.settings.batchSize);
       if (batch.length === 0) break; // another process took them
       attempted += batch.length;
-      // The batch goes out at once; the SMTP pool bounds how many connections that takes.
-      await Promise.all(batch.map((mail) => this.deliver(mail)));
+      // The batch runs at once; consumers bound their own concurrency (the SMTP pool, say).
+      await Promise.all(batch.map((job) => this.work(job)));
     }
     await this.purgeOccasionally();
     return attempted;
   }
 
-  private async deliver(mail: QueuedMail): Promise<void> {
+  private async work(job: Job): Promise<void> {
     try {
-      await this.transport.send(mail);
-      await this.outbox.markSent(mail.id, this.id);
+      await this.consumers[job.kind]!.handle(job);
+      await this.outbox.complete(job.id, this.id);
     } catch (err) {
-      const giveUp = mail.attempts >= this.settings.maxAttempts;
-      const retryAt = giveUp ? null : this.clock() + retryDelay(mail.attempts, this.settings);
+      const giveUp = job.attempts >= this.settings.maxAttempts;
+      const retryAt = giveUp ? null : this.clock() + retryDelay(job.attempts, this.settings);
       const reason = err instanceof Error ? err.message : String(err);
-      await this.outbox.markFailed(mail.id, this.id, reason, retryAt);
-      const entry = { err, mailId: mail.id, kind: mail.kind, attempts: mail.attempts };
-      if (giveUp) this.log.error(entry, 'e-mail delivery failed for good');
-      else this.log.warn({ ...entry, retryAt: new Date(retryAt!).toISOString() }, 'e-mail delivery failed; will retry');
+      await this.outbox.fail(job.id, this.id, reason, retryAt);
+      const entry = { err, jobId: job.id, kind: job.kind, attempts: job.attempts };
+      if (giveUp) this.log.error(entry, 'outbox job failed for good (dead)');
+      else this.log.warn({ ...entry, retryAt: new Date(retryAt!).toISOString() }, 'outbox job failed; will retry');
     }
   }
 
@@ -146,6 +161,6 @@ export class OutboxWorker {
     const now = this.clock();
     if (now - this.lastPurge < PURGE_EVERY_MS) return;
     this.lastPurge = now;
-    await this.outbox.purgeSent(now - this.settings.keepSentMs);
+    await this.outbox.purgeDone(now - this.settings.keepDoneMs);
   }
 }

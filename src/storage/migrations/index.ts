@@ -2,6 +2,7 @@ import { type Kysely, type Migration, type MigrationProvider, Migrator } from 'k
 import * as m001 from './001_core.ts';
 import * as m002LicenseTokens from './002_license_tokens.ts';
 import * as m003PortalMail from './003_portal_mail.ts';
+import * as m004Outbox from './004_outbox.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -12,6 +13,7 @@ const migrations: Record<string, Migration> = {
   '001_core': m001,
   '002_license_tokens': m002LicenseTokens,
   '003_portal_mail': m003PortalMail,
+  '004_outbox': m004Outbox,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,0 +1,134 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Unit } from '../../core/unit-of-work.ts';
+import type { Store } from '../../storage/index.ts';
+import type { OutboxTable } from '../../storage/schema.ts';
+import { executorOf } from '../../storage/unit-of-work.ts';
+
+/** A claimed job: what a consumer gets. */
+export interface Job<P = unknown> {
+  id: string;
+  kind: string;
+  payload: P;
+  /** Attempts so far, this one included. */
+  attempts: number;
+  createdAt: number;
+}
+
+const toJob = (r: OutboxTable): Job => ({ id: r.id, kind: r.kind, payload: JSON.parse(r.payload), attempts: r.attempts, createdAt: r.created_at });
+
+/**
+ * The general, durable outbox. A job is inserted in the same unit of work as the change that
+ * causes it, so it exists exactly when that change committed. Workers claim due jobs of the
+ * kinds they handle with a lease (`claimed_until`): on PostgreSQL with FOR UPDATE SKIP LOCKED,
+ * so several processes never take the same row; a claim left by a crashed worker expires and
+ * the job is retried. A job that keeps failing ends `dead`, kept for operators to look at.
+ */
+export class Outbox {
+  private readonly listeners = new Set<() => void>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** Queues a job inside `unit`; returns its id. */
+  async enqueue(unit: Unit, kind: string, payload: unknown): Promise<string> {
+    const id = randomUUID();
+    const now = this.clock();
+    await executorOf(unit).run(
+      this.store.db.insertInto('outbox').values({
+        id,
+        kind,
+        payload: JSON.stringify(payload),
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: now,
+        claimed_by: null,
+        claimed_until: null,
+        last_error: null,
+        created_at: now,
+        done_at: null,
+      }),
+    );
+    // A hint for this process's worker; other processes find the row on their next poll.
+    setTimeout(() => this.listeners.forEach((listener) => listener()), 0);
+    return id;
+  }
+
+  onQueued(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private dueFilter(kinds: readonly string[], now: number) {
+    return this.store.db
+      .selectFrom('outbox')
+      .select('id')
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', now)
+      .where('kind', 'in', kinds)
+      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]));
+  }
+
+  /** A cheap read first, so an idle worker never opens a write transaction. */
+  async hasDue(kinds: readonly string[], now = this.clock()): Promise<boolean> {
+    return (await this.store.read.first(this.dueFilter(kinds, now).limit(1))) !== undefined;
+  }
+
+  /** Takes up to `limit` due jobs of `kinds` for `workerId` until now + leaseMs, counting the attempt. */
+  claim(workerId: string, kinds: readonly string[], leaseMs: number, limit: number): Promise<Job[]> {
+    return this.store.write(async (tx) => {
+      const now = this.clock();
+      const due = this.dueFilter(kinds, now)
+        .orderBy('next_attempt_at')
+        .limit(limit)
+        .$if(this.store.lockRows, (q) => q.forUpdate().skipLocked());
+      const rows = await tx.all(
+        this.store.db
+          .updateTable('outbox')
+          .set({ claimed_by: workerId, claimed_until: now + leaseMs, attempts: sql<number>`attempts + 1` })
+          .where('id', 'in', due)
+          .returningAll(),
+      );
+      return rows.map(toJob).sort((a, b) => a.createdAt - b.createdAt);
+    });
+  }
+
+  /** Marks a claimed job done; claimed_by stays: which worker did it. */
+  async complete(id: string, workerId: string): Promise<void> {
+    await this.store.write((tx) =>
+      tx.run(
+        this.store.db
+          .updateTable('outbox')
+          .set({ status: 'done', done_at: this.clock(), claimed_until: null, last_error: null })
+          .where('id', '=', id)
+          .where('claimed_by', '=', workerId),
+      ),
+    );
+  }
+
+  /** Releases a failed claim: retried at `retryAt`, or dead for good when it is null. */
+  async fail(id: string, workerId: string, error: string, retryAt: number | null): Promise<void> {
+    await this.store.write((tx) =>
+      tx.run(
+        this.store.db
+          .updateTable('outbox')
+          .set({
+            status: retryAt === null ? 'dead' : 'pending',
+            next_attempt_at: retryAt ?? this.clock(),
+            claimed_by: null,
+            claimed_until: null,
+            last_error: error.slice(0, 1000),
+          })
+          .where('id', '=', id)
+          .where('claimed_by', '=', workerId),
+      ),
+    );
+  }
+
+  /** Done jobs are kept for a while (operators can look), then dropped. */
+  purgeDone(before: number): Promise<number> {
+    return this.store.write((tx) => tx.run(this.store.db.deleteFrom('outbox').where('status', '=', 'done').where('done_at', '<', before)));
+  }
+}

@@ -5,6 +5,7 @@ import { createServices } from '../src/services.ts';
 import { openStore, type Store } from '../src/storage/index.ts';
 import { type Database, flag } from '../src/storage/schema.ts';
 import type { SqlQuery } from '../src/storage/store.ts';
+import { cliPrincipal } from '../src/core/principal.ts';
 
 /** What a scenario can use: the seeded tenant and its licenses, each with one active device. */
 export interface Fixture {
@@ -70,8 +71,8 @@ export async function seed(target: { databaseUrl?: string; dataDir: string }, co
     // The secret the server will read from the same DATA_DIR (or SECRET_KEY), so sealed keys open there.
     const services = createServices(store, loadConfig({ ...process.env, DATA_DIR: target.dataDir }).secretKey);
     const account = await services.accounts.create({ email: 'bench@example.com', password: 'benchmark password' });
-    const { secret } = await services.apiKeys.create(account.id, 'bench');
-    const product = await services.products.create(account.id, { name: 'Bench product' });
+    const { secret } = await services.apiKeys.create(cliPrincipal(account.id), 'bench');
+    const product = await services.products.create(cliPrincipal(account.id), { name: 'Bench product' });
 
     const keys = licenseKeys(count);
     const now = Date.now();

@@ -8,7 +8,7 @@ import { allowCrossOriginPublicApi } from './http/cors.ts';
 import { refuseWhileClosing, registerErrorHandling } from './http/errors.ts';
 import { JSON_BODY_LIMIT, registerJsonBody } from './http/json-body.ts';
 import { healthRoutes } from './modules/health/routes.ts';
-import { type MailOptions, registerMailWorker } from './modules/mail/plugin.ts';
+import { type MailOptions, registerOutboxWorker } from './modules/mail/plugin.ts';
 import { Csrf } from './modules/portal/csrf.ts';
 import { portalApiRoutes, portalRoutes } from './modules/portal/routes.ts';
 import { productImageRoutes, publicProductImageRoutes } from './modules/product-images/routes.ts';
@@ -75,7 +75,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   });
 
   await app.register(healthRoutes, { store: services.store });
-  registerMailWorker(app, services.outbox, config, mail);
+  registerOutboxWorker(app, services, config, mail);
   await app.register(portalRoutes, {
     portal: services.portal,
     csrf: new Csrf(config.secretKey),
@@ -100,7 +100,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
         requireApiKey(server, services.apiKeys);
         if (limits.enabled) {
           // Per account, after authentication: one tenant cannot starve the others.
-          server.addHook('onRequest', server.rateLimit({ max: limits.serverPerMinute, timeWindow: MINUTE, keyGenerator: (req) => req.userId }));
+          server.addHook('onRequest', server.rateLimit({ max: limits.serverPerMinute, timeWindow: MINUTE, keyGenerator: (req) => req.principal.accountId }));
         }
         await server.register(productRoutes, { products: services.products });
         await server.register(licenseRoutes, { licenses: services.licenses });

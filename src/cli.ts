@@ -4,6 +4,7 @@ import { AppError } from './core/errors.ts';
 import { createServices, type Services } from './services.ts';
 import { openStore } from './storage/index.ts';
 import { toIso, toIsoOrNull } from './core/time.ts';
+import { cliPrincipal } from './core/principal.ts';
 
 const USAGE = `Usage: npm run --silent cli -- <command>
   account create --email E --password P [--plan free|plus]
@@ -32,12 +33,12 @@ const commands: Record<string, (s: Services, o: Options) => Promise<object>> = {
   },
   'api-key create': async (s, o) => {
     const account = await s.accounts.requireByEmail(need(o, 'email'));
-    const { key, secret } = await s.apiKeys.create(account.id, o.name);
+    const { key, secret } = await s.apiKeys.create(cliPrincipal(account.id), o.name);
     return { id: key.id, apiKey: secret };
   },
   'api-key list': async (s, o) => {
     const account = await s.accounts.requireByEmail(need(o, 'email'));
-    const keys = await s.apiKeys.list(account.id);
+    const keys = await s.apiKeys.list(cliPrincipal(account.id));
     return {
       data: keys.map((k) => ({
         id: k.id,
@@ -51,7 +52,7 @@ const commands: Record<string, (s: Services, o: Options) => Promise<object>> = {
   },
   'api-key revoke': async (s, o) => {
     const account = await s.accounts.requireByEmail(need(o, 'email'));
-    await s.apiKeys.revoke(account.id, need(o, 'id'));
+    await s.apiKeys.revoke(cliPrincipal(account.id), need(o, 'id'));
     return { id: o.id, revoked: true };
   },
 };

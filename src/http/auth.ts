@@ -1,17 +1,18 @@
 import type { FastifyInstance } from 'fastify';
+import type { Principal } from '../core/principal.ts';
 import type { ApiKeyService } from '../modules/api-keys/service.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The account the API key belongs to: every server-API query is scoped to it. */
-    userId: string;
+    /** Who calls: the API key and its account. Every server-API service call receives it. */
+    principal: Principal;
   }
 }
 
 /** Server API: `Authorization: Bearer sk_...`, checked before the body is even parsed. */
 export function requireApiKey(app: FastifyInstance, apiKeys: ApiKeyService): void {
-  app.decorateRequest('userId', '');
+  app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', async (request) => {
-    request.userId = await apiKeys.authenticate(request.headers.authorization);
+    request.principal = await apiKeys.authenticate(request.headers.authorization);
   });
 }

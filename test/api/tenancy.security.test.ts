@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
 import { forEachStore } from '../support/stores.ts';
+import { cliPrincipal } from '../../src/core/principal.ts';
 
 forEachStore('tenant isolation and API keys', (kind) => {
   const ctx = useTestApp(kind);
@@ -71,10 +72,10 @@ forEachStore('tenant isolation and API keys', (kind) => {
 
   it('a revoked API key stops working at once; the other keys keep working', async () => {
     const t = await createTenant(ctx);
-    const second = await ctx.services.apiKeys.create(t.userId, 'ci');
+    const second = await ctx.services.apiKeys.create(cliPrincipal(t.userId), 'ci');
     // Both keys may share a creation millisecond: pick the tenant's own key by name, not by position.
-    const original = (await ctx.services.apiKeys.list(t.userId)).find((k) => k.name === 'test');
-    await ctx.services.apiKeys.revoke(t.userId, original!.id);
+    const original = (await ctx.services.apiKeys.list(cliPrincipal(t.userId))).find((k) => k.name === 'test');
+    await ctx.services.apiKeys.revoke(cliPrincipal(t.userId), original!.id);
     expect((await call(ctx, { method: 'GET', url: '/api/v1/products', headers: t.auth })).body.error.code).toBe('invalid_api_key');
     expect((await call(ctx, { method: 'GET', url: '/api/v1/products', headers: { authorization: `Bearer ${second.secret}` } })).status).toBe(200);
   });

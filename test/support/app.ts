@@ -4,6 +4,7 @@ import { buildApp, type AppOptions } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import type { Store } from '../../src/storage/index.ts';
+import { cliPrincipal } from '../../src/core/principal.ts';
 import { createTestDatabase, type StoreKind, type TestDatabase } from './stores.ts';
 
 export interface TestContext {
@@ -52,7 +53,7 @@ let tenantCounter = 0;
 export async function createTenant(ctx: TestContext, plan: 'free' | 'plus' = 'free'): Promise<Tenant> {
   const email = `tenant${++tenantCounter}-${Date.now()}@example.com`;
   const account = await ctx.services.accounts.create({ email, password: 'correct horse battery', plan });
-  const { secret } = await ctx.services.apiKeys.create(account.id, 'test');
+  const { secret } = await ctx.services.apiKeys.create(cliPrincipal(account.id), 'test');
   return { userId: account.id, email, apiKey: secret, auth: { authorization: `Bearer ${secret}` } };
 }
 

@@ -1,4 +1,6 @@
 import type { Executor, Store } from '../../storage/index.ts';
+import { executorOf } from '../../storage/unit-of-work.ts';
+import type { Unit } from '../../core/unit-of-work.ts';
 import type { Account, AccountRepository } from './service.ts';
 
 type Row = { id: string; email: string; password_hash: string; plan: 'free' | 'plus'; created_at: number };
@@ -30,8 +32,8 @@ export class SqlAccountRepository implements AccountRepository {
     return row && toAccount(row);
   }
 
-  async findById(id: string): Promise<Account | undefined> {
-    const row = await this.store.read.first(this.db.selectFrom('accounts').selectAll().where('id', '=', id));
+  async findById(id: string, unit?: Unit): Promise<Account | undefined> {
+    const row = await (unit ? executorOf(unit) : this.store.read).first(this.db.selectFrom('accounts').selectAll().where('id', '=', id));
     return row && toAccount(row);
   }
 

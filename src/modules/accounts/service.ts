@@ -2,6 +2,7 @@ import { hash, verify } from '@node-rs/argon2';
 import { AppError, invalidRequest } from '../../core/errors.ts';
 import { isValidEmail, normalizeEmail } from '../../core/email.ts';
 import { newUserId } from '../../core/ids.ts';
+import type { Unit } from '../../core/unit-of-work.ts';
 
 export type Plan = 'free' | 'plus';
 export const PLANS: readonly Plan[] = ['free', 'plus'];
@@ -17,7 +18,7 @@ export interface Account {
 export interface AccountRepository {
   insert(account: Account): Promise<void>;
   findByEmail(email: string): Promise<Account | undefined>;
-  findById(id: string): Promise<Account | undefined>;
+  findById(id: string, unit?: Unit): Promise<Account | undefined>;
   setPlan(id: string, plan: Plan): Promise<number>;
   count(): Promise<number>;
 }
@@ -26,7 +27,10 @@ const MIN_PASSWORD = 8;
 
 /** Operator accounts: each owns its products, licenses and API keys (the tenant boundary). */
 export class AccountService {
-  constructor(private readonly repo: AccountRepository) {}
+  constructor(
+    private readonly repo: AccountRepository,
+    private readonly clock: () => number = Date.now,
+  ) {}
 
   async create(input: { email: string; password: string; plan?: string }): Promise<Account> {
     const email = normalizeEmail(input.email);
@@ -38,7 +42,7 @@ export class AccountService {
       throw new AppError('invalid_request', 'An account with this e-mail already exists.', [{ path: 'email', message: 'already in use' }]);
     }
     // argon2id with the library's defaults (19 MiB, t=2), the OWASP baseline.
-    const account: Account = { id: newUserId(), email, passwordHash: await hash(input.password), plan, createdAt: Date.now() };
+    const account: Account = { id: newUserId(), email, passwordHash: await hash(input.password), plan, createdAt: this.clock() };
     await this.repo.insert(account);
     return account;
   }
@@ -62,8 +66,8 @@ export class AccountService {
     return account;
   }
 
-  findById(id: string): Promise<Account | undefined> {
-    return this.repo.findById(id);
+  findById(id: string, unit?: Unit): Promise<Account | undefined> {
+    return this.repo.findById(id, unit);
   }
 
   count(): Promise<number> {

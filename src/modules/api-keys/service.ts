@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../../core/errors.ts';
 import { newApiKeyId, randomBase62 } from '../../core/ids.ts';
+import { apiKeyPrincipal, type Principal } from '../../core/principal.ts';
 
 export interface ApiKey {
   id: string;
@@ -35,17 +36,18 @@ export class ApiKeyService {
   constructor(
     private readonly repo: ApiKeyRepository,
     private readonly onBackgroundError: (error: unknown) => void = () => {},
+    private readonly clock: () => number = Date.now,
   ) {}
 
-  async create(userId: string, name = 'default'): Promise<{ key: ApiKey; secret: string }> {
+  async create(principal: Principal, name = 'default'): Promise<{ key: ApiKey; secret: string }> {
     const secret = `sk_${randomBase62(SECRET_LENGTH)}`;
     const key: ApiKey = {
       id: newApiKeyId(),
-      userId,
+      userId: principal.accountId,
       name,
       keyHash: hashApiKey(secret),
       keyPrefix: secret.slice(0, 7),
-      createdAt: Date.now(),
+      createdAt: this.clock(),
       lastUsedAt: null,
       revokedAt: null,
     };
@@ -53,16 +55,16 @@ export class ApiKeyService {
     return { key, secret };
   }
 
-  list(userId: string): Promise<ApiKey[]> {
-    return this.repo.listByUser(userId);
+  list(principal: Principal): Promise<ApiKey[]> {
+    return this.repo.listByUser(principal.accountId);
   }
 
-  async revoke(userId: string, id: string): Promise<void> {
-    if ((await this.repo.revoke(userId, id, Date.now())) === 0) throw new AppError('not_found', 'API key not found.');
+  async revoke(principal: Principal, id: string): Promise<void> {
+    if ((await this.repo.revoke(principal.accountId, id, this.clock())) === 0) throw new AppError('not_found', 'API key not found.');
   }
 
-  /** Resolves an `Authorization` header to the owning account id; 401 when absent, 403 when wrong. */
-  async authenticate(header: string | undefined): Promise<string> {
+  /** Resolves an `Authorization` header to its principal (account and key); 401 when absent, 403 when wrong. */
+  async authenticate(header: string | undefined): Promise<Principal> {
     const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!match) throw new AppError('missing_api_key', 'Missing API key: send "Authorization: Bearer <API key>".');
     const secret = match[1]!;
@@ -72,11 +74,11 @@ export class ApiKeyService {
     // The lookup is by hash, so it leaks nothing about the secret; the compare is constant-time anyway.
     if (!key || key.revokedAt !== null || !timingSafeEqual(Buffer.from(key.keyHash), Buffer.from(hash))) throw invalidKey();
     this.touch(key.id);
-    return key.userId;
+    return apiKeyPrincipal(key.userId, key.id);
   }
 
   private touch(id: string): void {
-    const now = Date.now();
+    const now = this.clock();
     if (now - (this.lastTouched.get(id) ?? 0) < TOUCH_INTERVAL_MS) return;
     this.lastTouched.set(id, now);
     this.repo.touch(id, now).catch(this.onBackgroundError);

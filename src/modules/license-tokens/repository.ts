@@ -45,7 +45,7 @@ export class SqlLicenseTokenRepository implements LicenseTokenRepository {
     return row && Number(row.version);
   }
 
-  modify(productId: string, defaults: TokenConfigFields, change: (current: TokenConfigFields) => TokenConfigFields): Promise<TokenConfig> {
+  modify(productId: string, defaults: TokenConfigFields, change: (current: TokenConfigFields) => TokenConfigFields, updatedAt: number): Promise<TokenConfig> {
     const db = this.store.db;
     return this.store.write(async (tx) => {
       const row = await tx.first(
@@ -54,7 +54,6 @@ export class SqlLicenseTokenRepository implements LicenseTokenRepository {
       const current = row ? toConfig(row) : undefined;
       const next = change(current ?? defaults);
       const version = (current?.version ?? 0) + 1;
-      const updatedAt = Date.now();
       if (current) {
         await tx.run(db.updateTable('license_token_configs').set({ ...columns(next), version, updated_at: updatedAt }).where('product_id', '=', productId));
       } else {

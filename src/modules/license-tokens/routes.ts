@@ -13,7 +13,7 @@ export const licenseTokenRoutes: FastifyPluginAsyncTypebox<{ tokens: LicenseToke
   app.get(
     '/products/:productId/license-token',
     { schema: { tags, security, summary: "Get a product's license-token settings", params: ProductParams, response: configReply } },
-    async (req) => tokens.getConfig(req.userId, req.params.productId),
+    async (req) => tokens.getConfig(req.principal, req.params.productId),
   );
 
   app.put(
@@ -29,7 +29,7 @@ export const licenseTokenRoutes: FastifyPluginAsyncTypebox<{ tokens: LicenseToke
         response: configReply,
       },
     },
-    async (req) => tokens.updateConfig(req.userId, req.params.productId, req.body),
+    async (req) => tokens.updateConfig(req.principal, req.params.productId, req.body),
   );
 
   app.post(
@@ -45,7 +45,7 @@ export const licenseTokenRoutes: FastifyPluginAsyncTypebox<{ tokens: LicenseToke
         response: configReply,
       },
     },
-    async (req) => tokens.replaceKeyPair(req.userId, req.params.productId, req.body),
+    async (req) => tokens.replaceKeyPair(req.principal, req.params.productId, req.body),
   );
 };
 

@@ -1,4 +1,5 @@
 import { AppError, invalidRequest, notFound } from '../../core/errors.ts';
+import type { Principal } from '../../core/principal.ts';
 import type { SecretBox } from '../../core/secret-box.ts';
 import type { ProductService } from '../products/service.ts';
 import { failureError } from '../licenses/checks.ts';
@@ -31,7 +32,7 @@ export interface LicenseTokenRepository {
   /** The cheap question a cache asks to learn whether its copy is current. */
   version(productId: string): Promise<number | undefined>;
   /** Reads the config (defaults when none), applies `change` and saves it with the next version, atomically. */
-  modify(productId: string, defaults: TokenConfigFields, change: (current: TokenConfigFields) => TokenConfigFields): Promise<TokenConfig>;
+  modify(productId: string, defaults: TokenConfigFields, change: (current: TokenConfigFields) => TokenConfigFields, now: number): Promise<TokenConfig>;
 }
 
 export interface TokenConfigView {
@@ -94,13 +95,13 @@ export class LicenseTokenService implements TokenIssuer {
     this.signers = new SignerCache(repo, box, { revalidateMs: options.revalidateMs ?? 1000, clock: this.clock });
   }
 
-  async getConfig(userId: string, productId: string): Promise<TokenConfigView> {
-    await this.products.get(userId, productId); // 404 unless the caller owns it
+  async getConfig(principal: Principal, productId: string): Promise<TokenConfigView> {
+    await this.products.get(principal, productId); // 404 unless the caller owns it
     return view((await this.repo.get(productId)) ?? DEFAULTS);
   }
 
-  async updateConfig(userId: string, productId: string, input: Partial<Pick<TokenConfig, 'enabled' | 'validitySeconds' | 'exposePublicKey'>>): Promise<TokenConfigView> {
-    await this.products.get(userId, productId);
+  async updateConfig(principal: Principal, productId: string, input: Partial<Pick<TokenConfig, 'enabled' | 'validitySeconds' | 'exposePublicKey'>>): Promise<TokenConfigView> {
+    await this.products.get(principal, productId);
     if (input.validitySeconds !== undefined && (input.validitySeconds < VALIDITY_MIN || input.validitySeconds > VALIDITY_MAX)) {
       throw invalidRequest('validitySeconds', `must be between ${VALIDITY_MIN} and ${VALIDITY_MAX}`);
     }
@@ -115,22 +116,22 @@ export class LicenseTokenService implements TokenIssuer {
       if (input.exposePublicKey !== undefined) next.exposePublicKey = input.exposePublicKey;
       if (next.enabled && !next.privateKeySealed && fresh) Object.assign(next, this.keyFields(productId, fresh));
       return next;
-    });
+    }, this.clock());
     this.signers.forget(productId);
     return view(saved);
   }
 
   /** A new pair, a copy of another of the caller's products' pair, or an imported key. Tokens signed before no longer verify with the new public key. */
-  async replaceKeyPair(userId: string, productId: string, input: KeyPairInput): Promise<TokenConfigView> {
-    await this.products.get(userId, productId);
+  async replaceKeyPair(principal: Principal, productId: string, input: KeyPairInput): Promise<TokenConfigView> {
+    await this.products.get(principal, productId);
     if (input.copyFromProductId !== undefined && input.privateKeyPem !== undefined) {
       throw invalidRequest('copyFromProductId', 'give either copyFromProductId or privateKeyPem, not both');
     }
     let material: KeyPairMaterial;
     if (input.privateKeyPem !== undefined) material = importPrivateKeyPem(input.privateKeyPem);
-    else if (input.copyFromProductId !== undefined) material = await this.copyable(userId, input.copyFromProductId);
+    else if (input.copyFromProductId !== undefined) material = await this.copyable(principal, input.copyFromProductId);
     else material = generateKeyPair();
-    const saved = await this.repo.modify(productId, DEFAULTS, (current) => ({ ...current, ...this.keyFields(productId, material) }));
+    const saved = await this.repo.modify(productId, DEFAULTS, (current) => ({ ...current, ...this.keyFields(productId, material) }), this.clock());
     this.signers.forget(productId);
     return view(saved);
   }
@@ -157,8 +158,8 @@ export class LicenseTokenService implements TokenIssuer {
     return signer.sign(result, this.clock());
   }
 
-  private async copyable(userId: string, sourceId: string): Promise<KeyPairMaterial> {
-    await this.products.get(userId, sourceId); // another account's product is a 404, like any other
+  private async copyable(principal: Principal, sourceId: string): Promise<KeyPairMaterial> {
+    await this.products.get(principal, sourceId); // another account's product is a 404, like any other
     const source = await this.repo.get(sourceId);
     if (!source?.privateKeySealed || !source.publicKeyPem || !source.keyId) {
       throw invalidRequest('copyFromProductId', 'that product has no key pair yet');

@@ -4,19 +4,25 @@ import type { LicenseRecord } from './types.ts';
 
 /**
  * License validation as one ordered list of checks (the first failure decides). Activation,
- * public validation and token refresh run the same list; each names the checks it needs.
+ * public and server validation, token refresh and public device removal all run this list;
+ * each names the checks it needs. Precedence (decisions.md, "Activation checks, in order"):
+ * the license must exist and belong to the asked product before anything about its state is
+ * told, so a revoked license asked with another product's id is `product_mismatch`, not
+ * `revoked`: a caller learns nothing about a license of a product it did not name.
  */
 export type Failure = 'not_found' | 'product_mismatch' | 'revoked' | 'expired' | 'device_not_activated' | 'max_devices_reached';
 
 export interface Subject {
   license: LicenseRecord | undefined;
   fallbackEnabled: boolean;
-  /** The asking device's state on the license, when a device is part of the question. */
-  deviceActive: boolean;
-  activeDeviceCount: number;
+  /** Whether the asking device is active on the license, when a device is part of the question. */
+  deviceActive?: boolean;
+  /** Devices holding a slot: only activation needs (and reads) them. */
+  activeDeviceCount?: number;
 }
 
 export interface Question {
+  /** The products the caller accepts; absent: any (server validate without productId). */
   productIds?: readonly string[];
   /** Validation and tokens need the device to be active already. */
   requireActiveDevice?: boolean;
@@ -25,24 +31,29 @@ export interface Question {
   now: number;
 }
 
-type Check = [Failure, (s: Subject & { license: LicenseRecord; status: LicenseStatus }, q: Question) => boolean];
+type Checked = Subject & { license: LicenseRecord; status: LicenseStatus };
+type Check = readonly [Failure, (s: Checked, q: Question) => boolean];
 
-const CHECKS: readonly Check[] = [
+export const CHECKS: readonly Check[] = [
   ['product_mismatch', (s, q) => q.productIds !== undefined && !q.productIds.includes(s.license.productId)],
   ['revoked', (s) => s.status === 'revoked'],
   ['expired', (s) => s.status === 'expired'],
-  ['device_not_activated', (s, q) => q.requireActiveDevice === true && !s.deviceActive],
-  ['max_devices_reached', (s, q) => q.needsSlot === true && !s.deviceActive && s.activeDeviceCount >= s.license.maxDevices],
+  ['device_not_activated', (s, q) => q.requireActiveDevice === true && s.deviceActive !== true],
+  ['max_devices_reached', (s, q) => q.needsSlot === true && s.deviceActive !== true && s.activeDeviceCount! >= s.license.maxDevices],
 ];
 
-export type Verdict = { ok: true; status: LicenseStatus; license: LicenseRecord } | { ok: false; failure: Failure };
+/** `status` is the license's status whenever the license exists, whichever check failed. */
+export type Verdict =
+  | { ok: true; status: LicenseStatus; license: LicenseRecord }
+  | { ok: false; failure: Failure; status: LicenseStatus | null };
 
 export function evaluate(subject: Subject, question: Question): Verdict {
   const license = subject.license;
-  if (!license) return { ok: false, failure: 'not_found' };
+  if (!license) return { ok: false, failure: 'not_found', status: null };
+  if (question.needsSlot && subject.activeDeviceCount === undefined) throw new Error('The slot check needs the active device count');
   const status = licenseStatus(license, subject.fallbackEnabled, question.now);
   const s = { ...subject, license, status };
-  for (const [failure, fails] of CHECKS) if (fails(s, question)) return { ok: false, failure };
+  for (const [failure, fails] of CHECKS) if (fails(s, question)) return { ok: false, failure, status };
   return { ok: true, status, license };
 }
 

@@ -1,9 +1,11 @@
 import { Prepared } from '../../storage/prepared.ts';
 import type { Executor, Store } from '../../storage/index.ts';
+import { executorOf } from '../../storage/unit-of-work.ts';
+import type { Unit } from '../../core/unit-of-work.ts';
 import type { Updateable } from 'kysely';
 import { bool, type DeviceRow, flag, type LicenseRow, type LicensesTable } from '../../storage/schema.ts';
 import { normalizeEmail } from '../../core/email.ts';
-import type { Device, License, LicenseRecord, LicenseRepository, LicenseUnit, UnitStep, ValidationRow } from './types.ts';
+import type { Device, License, LicenseFields, LicenseRecord, LicenseRepository, LockedLicense, ValidationRow } from './types.ts';
 
 const toRecord = (r: LicenseRow): LicenseRecord => ({
   key: r.key,
@@ -36,6 +38,7 @@ const LICENSE_COLUMNS = [
   'l.created_at',
 ] as const;
 
+type LockRow = LicenseRow & { fallback_enabled: number | boolean };
 type ValidationSelect = LicenseRow & { fallback_enabled: number | boolean; device_name: string | null; device_activation_date: number | null };
 
 /**
@@ -44,6 +47,14 @@ type ValidationSelect = LicenseRow & { fallback_enabled: number | boolean; devic
  */
 export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
   const db = store.db;
+  const lockQuery = (key: string) =>
+    db
+      .selectFrom('licenses as l')
+      .innerJoin('products as p', 'p.id', 'l.product_id')
+      .select([...LICENSE_COLUMNS, 'p.fallback_enabled'])
+      .where('l.key', '=', key)
+      // Lock the license row only: activations of other licenses of the product go on in parallel.
+      .$if(store.lockRows, (q) => q.forUpdate('l'));
   return {
     validation: new Prepared<{ key: string; identifier: string }, ValidationSelect>((p) =>
       db
@@ -53,16 +64,12 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
         .select([...LICENSE_COLUMNS, 'p.fallback_enabled', 'd.name as device_name', 'd.activation_date as device_activation_date'])
         .where('l.key', '=', p('key')),
     ),
-    lock: new Prepared<{ key: string }, LicenseRow & { fallback_enabled: number | boolean }>((p) =>
-      db
-        .selectFrom('licenses as l')
-        .innerJoin('products as p', 'p.id', 'l.product_id')
-        .select([...LICENSE_COLUMNS, 'p.fallback_enabled'])
-        .where('l.key', '=', p('key'))
-        // Lock the license row only: activations of other licenses of the product go on in parallel.
-        .$if(store.lockRows, (q) => q.forUpdate('l')),
-    ),
+    lock: new Prepared<{ key: string }, LockRow>((p) => lockQuery(p('key'))),
+    lockOwned: new Prepared<{ key: string; account: string }, LockRow>((p) => lockQuery(p('key')).where('l.user_id', '=', p('account'))),
     license: new Prepared<{ key: string }, LicenseRow>((p) => db.selectFrom('licenses').selectAll().where('key', '=', p('key'))),
+    licenseOwned: new Prepared<{ key: string; account: string }, LicenseRow>((p) =>
+      db.selectFrom('licenses').selectAll().where('key', '=', p('key')).where('user_id', '=', p('account')),
+    ),
     devices: new Prepared<{ key: string }, DeviceRow>((p) =>
       db.selectFrom('devices').selectAll().where('license_key', '=', p('key')).orderBy('activation_date').orderBy('identifier'),
     ),
@@ -74,61 +81,8 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
 
 type Statements = ReturnType<typeof licenseStatements>;
 
-class SqlLicenseUnit implements LicenseUnit {
-  constructor(
-    private readonly store: Store,
-    private readonly q: Statements,
-    private readonly tx: Executor,
-  ) {}
-
-  async lock(key: string) {
-    const row = await this.tx.first(this.q.lock.bind({ key }));
-    if (!row) return undefined;
-    const devices = (await this.tx.all(this.q.devices.bind({ key }))).map(toDevice);
-    return { license: toRecord(row), fallbackEnabled: bool(row.fallback_enabled), devices };
-  }
-
-  read(key: string): Promise<License | undefined> {
-    return readLicense(this.tx, this.q, key);
-  }
-
-  async update(key: string, f: Parameters<LicenseUnit['update']>[1]): Promise<void> {
-    const set: Updateable<LicensesTable> = {};
-    if (f.type !== undefined) set.type = f.type;
-    if (f.expiresAt !== undefined) set.expires_at = f.expiresAt;
-    if (f.revoked !== undefined) set.revoked = flag(f.revoked);
-    if (f.maxDevices !== undefined) set.max_devices = f.maxDevices;
-    if (f.email !== undefined) {
-      set.email = f.email;
-      set.email_normalized = f.email === null ? null : normalizeEmail(f.email);
-    }
-    if (Object.keys(set).length === 0) return;
-    await this.tx.run(this.store.db.updateTable('licenses').set(set).where('key', '=', key));
-  }
-
-  async delete(key: string): Promise<void> {
-    await this.tx.run(this.store.db.deleteFrom('licenses').where('key', '=', key));
-  }
-
-  async addDevice(key: string, d: Device): Promise<void> {
-    await this.tx.run(this.q.addDevice.bind({ key, identifier: d.identifier, name: d.name, at: d.activationDate }));
-  }
-
-  async renameDevice(key: string, identifier: string, name: string): Promise<void> {
-    await this.tx.run(this.store.db.updateTable('devices').set({ name }).where('license_key', '=', key).where('identifier', '=', identifier));
-  }
-
-  async removeDevice(key: string, identifier: string): Promise<boolean> {
-    return (await this.tx.run(this.store.db.deleteFrom('devices').where('license_key', '=', key).where('identifier', '=', identifier))) > 0;
-  }
-
-  async removeAllDevices(key: string): Promise<void> {
-    await this.tx.run(this.store.db.deleteFrom('devices').where('license_key', '=', key));
-  }
-}
-
-async function readLicense(ex: Executor, q: Statements, key: string): Promise<License | undefined> {
-  const row = await ex.first(q.license.bind({ key }));
+async function readLicense(ex: Executor, q: Statements, key: string, account?: string): Promise<License | undefined> {
+  const row = await ex.first(account === undefined ? q.license.bind({ key }) : q.licenseOwned.bind({ key, account }));
   if (!row) return undefined;
   const devices = await ex.all(q.devices.bind({ key }));
   return { ...toRecord(row), activeDevices: devices.map(toDevice) };
@@ -141,28 +95,29 @@ export class SqlLicenseRepository implements LicenseRepository {
     this.q = licenseStatements(store);
   }
 
-  async insert(l: LicenseRecord, alsoInUnit?: UnitStep): Promise<void> {
-    await this.store.write(async (tx) => {
-      await tx.run(
-        this.store.db.insertInto('licenses').values({
-          key: l.key,
-          user_id: l.userId,
-          product_id: l.productId,
-          type: l.type,
-          expires_at: l.expiresAt,
-          revoked: flag(l.revoked),
-          email: l.email,
-          email_normalized: l.email === null ? null : normalizeEmail(l.email),
-          max_devices: l.maxDevices,
-          created_at: l.createdAt,
-        }),
-      );
-      await alsoInUnit?.(tx);
-    });
+  private get db() {
+    return this.store.db;
   }
 
-  get(key: string): Promise<License | undefined> {
-    return readLicense(this.store.read, this.q, key);
+  async insert(unit: Unit, l: LicenseRecord): Promise<void> {
+    await executorOf(unit).run(
+      this.db.insertInto('licenses').values({
+        key: l.key,
+        user_id: l.userId,
+        product_id: l.productId,
+        type: l.type,
+        expires_at: l.expiresAt,
+        revoked: flag(l.revoked),
+        email: l.email,
+        email_normalized: l.email === null ? null : normalizeEmail(l.email),
+        max_devices: l.maxDevices,
+        created_at: l.createdAt,
+      }),
+    );
+  }
+
+  getOwned(accountId: string, key: string, unit?: Unit): Promise<License | undefined> {
+    return readLicense(unit ? executorOf(unit) : this.store.read, this.q, key, accountId);
   }
 
   async findForValidation(key: string, identifier: string): Promise<ValidationRow | undefined> {
@@ -178,12 +133,12 @@ export class SqlLicenseRepository implements LicenseRepository {
     };
   }
 
-  async listByProduct(productId: string, o: { email?: string; limit: number; after?: { createdAt: number; key: string } }): Promise<License[]> {
-    const db = this.store.db;
+  async listByProduct(accountId: string, productId: string, o: { email?: string; limit: number; after?: { createdAt: number; key: string } }): Promise<License[]> {
     const rows = await this.store.read.all(
-      db
+      this.db
         .selectFrom('licenses')
         .selectAll()
+        .where('user_id', '=', accountId)
         .where('product_id', '=', productId)
         .$if(o.email !== undefined, (q) => q.where('email_normalized', '=', o.email!))
         .$if(o.after !== undefined, (q) =>
@@ -200,7 +155,7 @@ export class SqlLicenseRepository implements LicenseRepository {
     );
     if (rows.length === 0) return [];
     const devices = await this.store.read.all(
-      db
+      this.db
         .selectFrom('devices')
         .selectAll()
         .where(
@@ -220,7 +175,57 @@ export class SqlLicenseRepository implements LicenseRepository {
     return rows.map((r) => ({ ...toRecord(r), activeDevices: byKey.get(r.key) ?? [] }));
   }
 
-  atomically<T>(work: (tx: LicenseUnit) => Promise<T>): Promise<T> {
-    return this.store.write((tx) => work(new SqlLicenseUnit(this.store, this.q, tx)));
+  async listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<LicenseRecord[]> {
+    const rows = await executorOf(unit).all(
+      this.db.selectFrom('licenses').selectAll().where('user_id', '=', accountId).where('product_id', '=', productId).orderBy('created_at').orderBy('key'),
+    );
+    return rows.map(toRecord);
+  }
+
+  async lock(unit: Unit, key: string, account?: string): Promise<LockedLicense | undefined> {
+    const tx = executorOf(unit);
+    const row = await tx.first(account === undefined ? this.q.lock.bind({ key }) : this.q.lockOwned.bind({ key, account }));
+    if (!row) return undefined;
+    const devices = (await tx.all(this.q.devices.bind({ key }))).map(toDevice);
+    return { license: toRecord(row), fallbackEnabled: bool(row.fallback_enabled), devices };
+  }
+
+  read(unit: Unit, key: string): Promise<License | undefined> {
+    return readLicense(executorOf(unit), this.q, key);
+  }
+
+  async update(unit: Unit, key: string, f: LicenseFields): Promise<void> {
+    const set: Updateable<LicensesTable> = {};
+    if (f.type !== undefined) set.type = f.type;
+    if (f.expiresAt !== undefined) set.expires_at = f.expiresAt;
+    if (f.revoked !== undefined) set.revoked = flag(f.revoked);
+    if (f.maxDevices !== undefined) set.max_devices = f.maxDevices;
+    if (f.email !== undefined) {
+      set.email = f.email;
+      set.email_normalized = f.email === null ? null : normalizeEmail(f.email);
+    }
+    if (Object.keys(set).length === 0) return;
+    await executorOf(unit).run(this.db.updateTable('licenses').set(set).where('key', '=', key));
+  }
+
+  async delete(unit: Unit, key: string): Promise<void> {
+    // The license's devices and portal reset records go with it (ON DELETE CASCADE).
+    await executorOf(unit).run(this.db.deleteFrom('licenses').where('key', '=', key));
+  }
+
+  async addDevice(unit: Unit, key: string, d: Device): Promise<void> {
+    await executorOf(unit).run(this.q.addDevice.bind({ key, identifier: d.identifier, name: d.name, at: d.activationDate }));
+  }
+
+  async renameDevice(unit: Unit, key: string, identifier: string, name: string): Promise<void> {
+    await executorOf(unit).run(this.db.updateTable('devices').set({ name }).where('license_key', '=', key).where('identifier', '=', identifier));
+  }
+
+  async removeDevice(unit: Unit, key: string, identifier: string): Promise<boolean> {
+    return (await executorOf(unit).run(this.db.deleteFrom('devices').where('license_key', '=', key).where('identifier', '=', identifier))) > 0;
+  }
+
+  async removeAllDevices(unit: Unit, key: string): Promise<void> {
+    await executorOf(unit).run(this.db.deleteFrom('devices').where('license_key', '=', key));
   }
 }

@@ -24,17 +24,17 @@ const licenseReply = { 200: Type.Ref('License'), ...errorResponses(400, 401, 403
 /** Server API for licenses (API key required; every query is scoped to the key's account). */
 export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService }> = async (app, { licenses }) => {
   app.post('/licenses', { schema: { tags, security, summary: 'Create a license', body: CreateLicenseBody, response: licenseReply } }, async (req) =>
-    licenseView(await licenses.create(req.userId, req.body)),
+    licenseView(await licenses.create(req.principal, req.body)),
   );
 
   app.get('/licenses', { schema: { tags, security, summary: 'Get a license', headers: LicenseKeyHeader, response: licenseReply } }, async (req) =>
-    licenseView(await licenses.get(req.userId, req.headers['license-key'])),
+    licenseView(await licenses.get(req.principal, req.headers['license-key'])),
   );
 
   app.patch(
     '/licenses',
     { schema: { tags, security, summary: 'Update a license', headers: LicenseKeyHeader, body: UpdateLicenseBody, response: licenseReply } },
-    async (req) => licenseView(await licenses.update(req.userId, req.headers['license-key'], req.body)),
+    async (req) => licenseView(await licenses.update(req.principal, req.headers['license-key'], req.body)),
   );
 
   app.delete(
@@ -43,7 +43,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
       schema: { tags, security, summary: 'Delete a license and its devices', headers: LicenseKeyHeader, response: { 200: EmptyResponse, ...errorResponses(401, 403, 404) } },
     },
     async (req, reply) => {
-      await licenses.delete(req.userId, req.headers['license-key']);
+      await licenses.delete(req.principal, req.headers['license-key']);
       return reply.send();
     },
   );
@@ -61,7 +61,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
       },
     },
     async (req, reply) => {
-      await licenses.sendPurchaseEmail(req.userId, req.headers['license-key']);
+      await licenses.sendPurchaseEmail(req.principal, req.headers['license-key']);
       return reply.send();
     },
   );
@@ -69,7 +69,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
   app.post(
     '/licenses/activate',
     { schema: { tags, security, summary: 'Activate a device on a license', headers: LicenseKeyHeader, body: ServerActivateBody, response: licenseReply } },
-    async (req) => licenseView((await licenses.serverActivate(req.userId, req.headers['license-key'], req.body.productId, req.body.device)).license),
+    async (req) => licenseView((await licenses.serverActivate(req.principal, req.headers['license-key'], req.body.productId, req.body.device)).license),
   );
 
   app.post(
@@ -85,7 +85,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
       },
     },
     async (req) => {
-      const result = await licenses.serverValidate(req.userId, req.headers['license-key'], req.body);
+      const result = await licenses.serverValidate(req.principal, req.headers['license-key'], req.body);
       return {
         isValid: result.isValid,
         status: result.status,
@@ -98,13 +98,13 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
   app.post(
     '/licenses/devices/:deviceId/remove',
     { schema: { tags, security, summary: 'Remove a device from a license', headers: LicenseKeyHeader, params: DeviceParams, response: licenseReply } },
-    async (req) => licenseView(await licenses.removeDevice(req.userId, req.headers['license-key'], req.params.deviceId)),
+    async (req) => licenseView(await licenses.removeDevice(req.principal, req.headers['license-key'], req.params.deviceId)),
   );
 
   app.post(
     '/licenses/devices/reset',
     { schema: { tags, security, summary: 'Remove every device from a license', headers: LicenseKeyHeader, response: licenseReply } },
-    async (req) => licenseView(await licenses.resetDevices(req.userId, req.headers['license-key'])),
+    async (req) => licenseView(await licenses.resetDevices(req.principal, req.headers['license-key'])),
   );
 
   app.get(
@@ -122,7 +122,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
     async (req) => {
       const limit = req.query.limit === undefined ? undefined : Number(req.query.limit);
       if (limit !== undefined && (limit < 1 || limit > LIST_LIMIT_MAX)) throw invalidRequest('query.limit', `must be 1 to ${LIST_LIMIT_MAX}`);
-      const page = await licenses.list(req.userId, req.params.productId, { email: req.query.email, limit, cursor: req.query.cursor });
+      const page = await licenses.list(req.principal, req.params.productId, { email: req.query.email, limit, cursor: req.query.cursor });
       return { data: page.data.map(licenseView), nextCursor: page.nextCursor };
     },
   );

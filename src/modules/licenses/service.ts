@@ -1,11 +1,14 @@
-import { AppError, invalidRequest, notFound } from '../../core/errors.ts';
+import { invalidRequest, notFound } from '../../core/errors.ts';
 import { normalizeEmail } from '../../core/email.ts';
+import type { DeviceSnapshot, LicenseChanges, LicenseSnapshot } from '../../core/events.ts';
 import { generateLicenseKey, normalizeLicenseKey } from '../../core/license-key.ts';
-import { type LicenseStatus, licenseStatus, statusIsValid } from '../../core/license-status.ts';
+import type { LicenseStatus } from '../../core/license-status.ts';
+import { type Actor, PUBLIC_ACTOR, type Principal } from '../../core/principal.ts';
 import { parseTimestamp } from '../../core/time.ts';
+import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { ProductService } from '../products/service.ts';
 import { evaluate, type Failure, failureError } from './checks.ts';
-import type { Device, License, LicensePage, LicenseRecord, LicenseRepository, LicenseType, LicenseUnit, UnitStep } from './types.ts';
+import type { Device, License, LicenseFields, LicensePage, LicenseRecord, LicenseRepository, LicenseType, LockedLicense } from './types.ts';
 
 export interface CreateLicenseInput {
   productId: string;
@@ -17,10 +20,10 @@ export interface CreateLicenseInput {
   sendEmail?: boolean;
 }
 
-/** The purchase e-mail (the mail module's PurchaseMailer): rendered first, queued in a unit of work. */
+/** The purchase e-mail (the mail module's PurchaseMailer): queued in the unit that creates the license. */
 export interface PurchaseMail {
-  prepare(license: LicenseRecord): Promise<UnitStep>;
-  resend(license: LicenseRecord): Promise<void>;
+  /** Renders the e-mail for `license` and queues it in `unit` (400 when the license has no address). */
+  queue(principal: Principal, license: LicenseRecord, unit: Unit): Promise<void>;
 }
 
 export interface UpdateLicenseInput {
@@ -102,51 +105,82 @@ function decodeCursor(cursor: string): { createdAt: number; key: string } {
   throw invalidRequest('query.cursor', 'is not a cursor this API returned');
 }
 
+export const snapshot = (l: LicenseRecord): LicenseSnapshot => ({
+  key: l.key,
+  accountId: l.userId,
+  productId: l.productId,
+  type: l.type,
+  expiresAt: l.expiresAt,
+  revoked: l.revoked,
+  email: l.email,
+  maxDevices: l.maxDevices,
+  createdAt: l.createdAt,
+});
+
+const deviceSnapshot = (d: Device): DeviceSnapshot => ({ identifier: d.identifier, name: d.name, activationDate: d.activationDate });
+
+/** The fields an update changed, before and after (nothing when it changed nothing). */
+function changesOf(before: LicenseRecord, fields: LicenseFields): LicenseChanges {
+  const changes: Record<string, { from: unknown; to: unknown }> = {};
+  for (const [field, to] of Object.entries(fields)) {
+    const from = before[field as keyof LicenseRecord];
+    if (to !== undefined && to !== from) changes[field] = { from, to };
+  }
+  return changes as LicenseChanges;
+}
+
 /**
- * Licenses and their devices: creation, changes, activation and validation. Activation reads,
- * checks and writes in one atomic unit, so concurrent activations never exceed maxDevices.
+ * Licenses and their devices: the one write path for every change to them, whoever asks (server
+ * API, public API, portal, purchases, dashboard). Each change runs in a unit of work (the
+ * caller's when it passes one) and emits its domain event there. Activation reads, checks and
+ * writes in one unit, so concurrent activations never exceed maxDevices.
  */
 export class LicenseService {
   constructor(
     private readonly repo: LicenseRepository,
+    private readonly units: UnitRunner,
     private readonly products: ProductService,
     private readonly purchaseMail: PurchaseMail,
     private readonly clock: () => number = Date.now,
   ) {}
 
-  async create(userId: string, input: CreateLicenseInput): Promise<License> {
-    await this.products.get(userId, input.productId); // 404 unless the caller owns it
-    const license: LicenseRecord = {
-      key: generateLicenseKey(),
-      userId,
-      productId: input.productId,
-      type: input.type,
-      expiresAt: resolveExpiry(input.type, input.expiresAt, null),
-      revoked: false,
-      email: cleanEmail(input.email),
-      maxDevices: input.maxDevices,
-      createdAt: this.clock(),
-    };
-    const queueMail = input.sendEmail ? await this.purchaseMail.prepare(license) : undefined;
-    await this.repo.insert(license, queueMail);
-    return { ...license, activeDevices: [] };
+  create(principal: Principal, input: CreateLicenseInput, outer?: Unit): Promise<License> {
+    return this.units.run(async (unit) => {
+      await this.products.get(principal, input.productId, unit); // 404 unless the caller owns it
+      const now = this.clock();
+      const license: LicenseRecord = {
+        key: generateLicenseKey(),
+        userId: principal.accountId,
+        productId: input.productId,
+        type: input.type,
+        expiresAt: resolveExpiry(input.type, input.expiresAt, null),
+        revoked: false,
+        email: cleanEmail(input.email),
+        maxDevices: input.maxDevices,
+        createdAt: now,
+      };
+      await this.repo.insert(unit, license);
+      if (input.sendEmail) await this.purchaseMail.queue(principal, license, unit);
+      await unit.emit({ type: 'license.created', actor: principal.actor, occurredAt: now, license: snapshot(license) });
+      return { ...license, activeDevices: [] };
+    }, outer);
   }
 
   /** Queues the purchase e-mail again (400 when the license has no e-mail address). */
-  async sendPurchaseEmail(userId: string, key: string): Promise<void> {
-    await this.purchaseMail.resend(await this.get(userId, key));
+  async sendPurchaseEmail(principal: Principal, key: string): Promise<void> {
+    await this.units.run(async (unit) => this.purchaseMail.queue(principal, await this.get(principal, key, unit), unit));
   }
 
-  async get(userId: string, key: string): Promise<License> {
-    const license = await this.repo.get(normalizeLicenseKey(key));
-    if (!license || license.userId !== userId) throw notFound('License');
+  async get(principal: Principal, key: string, unit?: Unit): Promise<License> {
+    const license = await this.repo.getOwned(principal.accountId, normalizeLicenseKey(key), unit);
+    if (!license) throw notFound('License');
     return license;
   }
 
-  async list(userId: string, productId: string, query: { email?: string; limit?: number; cursor?: string }): Promise<LicensePage> {
-    await this.products.get(userId, productId);
+  async list(principal: Principal, productId: string, query: { email?: string; limit?: number; cursor?: string }): Promise<LicensePage> {
+    await this.products.get(principal, productId);
     const limit = query.limit ?? LIST_LIMIT_DEFAULT;
-    const data = await this.repo.listByProduct(productId, {
+    const data = await this.repo.listByProduct(principal.accountId, productId, {
       email: query.email ? normalizeEmail(query.email) : undefined,
       limit: limit + 1,
       after: query.cursor ? decodeCursor(query.cursor) : undefined,
@@ -156,54 +190,70 @@ export class LicenseService {
     return { data, nextCursor: more ? encodeCursor(data[data.length - 1]!) : null };
   }
 
-  update(userId: string, key: string, input: UpdateLicenseInput): Promise<License> {
-    return this.owned(userId, key, async (tx, current) => {
+  update(principal: Principal, key: string, input: UpdateLicenseInput, outer?: Unit): Promise<License> {
+    return this.owned(principal, key, outer, async (unit, { license: current }) => {
       const type = input.type ?? current.type;
-      const changes: Parameters<LicenseUnit['update']>[1] = { type, expiresAt: resolveExpiry(type, input.expiresAt, current.expiresAt) };
-      if (input.maxDevices !== undefined) changes.maxDevices = input.maxDevices;
-      if (input.email !== undefined) changes.email = cleanEmail(input.email);
-      if (input.revoked !== undefined) changes.revoked = input.revoked;
-      await tx.update(current.key, changes);
+      const fields: LicenseFields = { type, expiresAt: resolveExpiry(type, input.expiresAt, current.expiresAt) };
+      if (input.maxDevices !== undefined) fields.maxDevices = input.maxDevices;
+      if (input.email !== undefined) fields.email = cleanEmail(input.email);
+      if (input.revoked !== undefined) fields.revoked = input.revoked;
+      const changes = changesOf(current, fields);
+      if (Object.keys(changes).length === 0) return;
+      await this.repo.update(unit, current.key, fields);
+      const after = { ...current, ...fields };
+      await unit.emit({ type: 'license.updated', actor: principal.actor, occurredAt: this.clock(), license: snapshot(after), changes });
     });
   }
 
-  async delete(userId: string, key: string): Promise<void> {
-    await this.owned(userId, key, (tx, current) => tx.delete(current.key));
+  async delete(principal: Principal, key: string, outer?: Unit): Promise<void> {
+    await this.owned(principal, key, outer, (unit, { license }) => this.remove(unit, principal.actor, license));
   }
 
-  async removeDevice(userId: string, key: string, identifier: string): Promise<License> {
+  /** A product's forced delete: each of its licenses goes through the one delete (and its event). */
+  async deleteAllOfProduct(principal: Principal, productId: string, unit: Unit): Promise<number> {
+    const licenses = await this.repo.listRecordsByProduct(unit, principal.accountId, productId);
+    for (const license of licenses) await this.remove(unit, principal.actor, license);
+    return licenses.length;
+  }
+
+  async removeDevice(principal: Principal, key: string, identifier: string): Promise<License> {
     const id = cleanIdentifier(identifier, 'deviceId');
-    return this.owned(userId, key, async (tx, current) => void (await tx.removeDevice(current.key, id)));
+    return this.owned(principal, key, undefined, (unit, locked) => this.removeOne(unit, principal.actor, locked, id));
   }
 
-  resetDevices(userId: string, key: string): Promise<License> {
-    return this.owned(userId, key, (tx, current) => tx.removeAllDevices(current.key));
+  resetDevices(principal: Principal, key: string): Promise<License> {
+    return this.owned(principal, key, undefined, (unit, locked) => this.removeAll(unit, principal.actor, locked));
+  }
+
+  /**
+   * Empties the devices of a license the caller has already found and locked in `unit` under its
+   * own rules (the portal's scope and reset limit); returns the devices removed.
+   */
+  async resetDevicesIn(unit: Unit, actor: Actor, rawKey: string): Promise<Device[]> {
+    const locked = await this.repo.lock(unit, normalizeLicenseKey(rawKey));
+    if (!locked) throw notFound('License');
+    return this.removeAll(unit, actor, locked);
   }
 
   /** Server API: the caller's license (404 otherwise), then the activation checks. */
-  serverActivate(userId: string, key: string, productId: string, device: DeviceInput): Promise<Activation> {
-    return this.activate(key, [productId], cleanDevice(device, SERVER_DEVICE_PATHS), userId);
+  serverActivate(principal: Principal, key: string, productId: string, device: DeviceInput): Promise<Activation> {
+    return this.activate(key, [productId], cleanDevice(device, SERVER_DEVICE_PATHS), principal.actor, principal.accountId);
   }
 
   /** Public API: anyone holding the key; an unknown key is `invalid_license`. */
   publicActivate(key: string, productId: string | string[], device: DeviceInput): Promise<Activation> {
-    return this.activate(key, toProductIds(productId), cleanDevice(device, PUBLIC_DEVICE_PATHS));
+    return this.activate(key, toProductIds(productId), cleanDevice(device, PUBLIC_DEVICE_PATHS), PUBLIC_ACTOR);
   }
 
-  private activate(rawKey: string, productIds: string[], device: DeviceInput, userId?: string): Promise<Activation> {
+  private activate(rawKey: string, productIds: string[], device: DeviceInput, actor: Actor, accountId?: string): Promise<Activation> {
     const key = normalizeLicenseKey(rawKey);
-    return this.repo.atomically(async (tx) => {
+    return this.units.run(async (unit) => {
       const now = this.clock();
-      const state = await tx.lock(key);
-      if (userId !== undefined && state?.license.userId !== userId) throw notFound('License');
+      const state = await this.repo.lock(unit, key, accountId);
+      if (accountId !== undefined && !state) throw notFound('License');
       const existing = state?.devices.find((d) => d.identifier === device.identifier);
       const verdict = evaluate(
-        {
-          license: state?.license,
-          fallbackEnabled: state?.fallbackEnabled ?? false,
-          deviceActive: existing !== undefined,
-          activeDeviceCount: state?.devices.length ?? 0,
-        },
+        { license: state?.license, fallbackEnabled: state?.fallbackEnabled ?? false, deviceActive: existing !== undefined, activeDeviceCount: state?.devices.length ?? 0 },
         { productIds, needsSlot: true, now },
       );
       if (!verdict.ok) throw failureError(verdict.failure);
@@ -212,12 +262,13 @@ export class LicenseService {
       let devices: Device[];
       if (existing) {
         active = { ...existing, name: device.name };
-        if (existing.name !== device.name) await tx.renameDevice(key, device.identifier, device.name);
+        if (existing.name !== device.name) await this.repo.renameDevice(unit, key, device.identifier, device.name);
         devices = state!.devices.map((d) => (d.identifier === device.identifier ? active : d));
       } else {
         active = { ...device, activationDate: now };
-        await tx.addDevice(key, active);
+        await this.repo.addDevice(unit, key, active);
         devices = [...state!.devices, active];
+        await unit.emit({ type: 'device.activated', actor, occurredAt: now, license: snapshot(verdict.license), device: deviceSnapshot(active) });
       }
       return { license: { ...verdict.license, activeDevices: devices }, device: active, status: verdict.status };
     });
@@ -227,23 +278,24 @@ export class LicenseService {
     const identifier = cleanIdentifier(deviceIdentifier);
     const row = await this.repo.findForValidation(normalizeLicenseKey(rawKey), identifier);
     const verdict = evaluate(
-      { license: row?.license, fallbackEnabled: row?.fallbackEnabled ?? false, deviceActive: row?.device != null, activeDeviceCount: 0 },
+      { license: row?.license, fallbackEnabled: row?.fallbackEnabled ?? false, deviceActive: row?.device != null },
       { productIds: toProductIds(productId), requireActiveDevice: true, now: this.clock() },
     );
     if (!verdict.ok) return { isValid: false, reason: verdict.failure };
     return { isValid: true, status: verdict.status, license: verdict.license, device: row!.device! };
   }
 
-  async serverValidate(userId: string, key: string, query: { productId?: string; deviceIdentifier?: string }): Promise<ServerValidation> {
-    const license = await this.get(userId, key);
-    const status = licenseStatus(license, await this.fallbackEnabled(userId, license.productId), this.clock());
+  /** Server API: the same checks; only the product and device the caller names are asked. */
+  async serverValidate(principal: Principal, key: string, query: { productId?: string; deviceIdentifier?: string }): Promise<ServerValidation> {
+    const license = await this.get(principal, key);
+    const { fallbackEnabled } = await this.products.get(principal, license.productId);
     const identifier = query.deviceIdentifier === undefined ? undefined : cleanIdentifier(query.deviceIdentifier);
     const device = identifier === undefined ? null : (license.activeDevices.find((d) => d.identifier === identifier) ?? null);
-    const isValid =
-      statusIsValid(status) &&
-      (query.productId === undefined || query.productId === license.productId) &&
-      (identifier === undefined || device !== null);
-    return { isValid, status, license, device };
+    const verdict = evaluate(
+      { license, fallbackEnabled, deviceActive: device !== null },
+      { productIds: query.productId === undefined ? undefined : [query.productId], requireActiveDevice: identifier !== undefined, now: this.clock() },
+    );
+    return { isValid: verdict.ok, status: verdict.status!, license, device };
   }
 
   /** Public device removal; removing a device that is not active is a no-op (idempotent). */
@@ -251,25 +303,41 @@ export class LicenseService {
     const key = normalizeLicenseKey(rawKey);
     const identifier = cleanIdentifier(deviceIdentifier);
     const productIds = toProductIds(productId);
-    await this.repo.atomically(async (tx) => {
-      const state = await tx.lock(key);
-      if (!state || !productIds.includes(state.license.productId)) throw new AppError('invalid_license', 'License not found.');
-      await tx.removeDevice(key, identifier);
+    await this.units.run(async (unit) => {
+      const state = await this.repo.lock(unit, key);
+      // Only "is it this product's license": a revoked or expired license may still free a slot.
+      const verdict = evaluate({ license: state?.license, fallbackEnabled: state?.fallbackEnabled ?? false }, { productIds, now: this.clock() });
+      if (!verdict.ok && (verdict.failure === 'not_found' || verdict.failure === 'product_mismatch')) throw failureError('not_found');
+      await this.removeOne(unit, PUBLIC_ACTOR, state!, identifier);
     });
   }
 
-  private async fallbackEnabled(userId: string, productId: string): Promise<boolean> {
-    return (await this.products.get(userId, productId)).fallbackEnabled;
+  private async remove(unit: Unit, actor: Actor, license: LicenseRecord): Promise<void> {
+    await this.repo.delete(unit, license.key);
+    await unit.emit({ type: 'license.deleted', actor, occurredAt: this.clock(), license: snapshot(license) });
   }
 
-  /** Runs a change on one of the caller's licenses atomically and returns the license after it. */
-  private owned(userId: string, rawKey: string, change: (tx: LicenseUnit, current: LicenseRecord) => Promise<void>): Promise<License> {
+  private async removeOne(unit: Unit, actor: Actor, { license, devices }: LockedLicense, identifier: string): Promise<void> {
+    const device = devices.find((d) => d.identifier === identifier);
+    if (!device || !(await this.repo.removeDevice(unit, license.key, identifier))) return;
+    await unit.emit({ type: 'device.removed', actor, occurredAt: this.clock(), license: snapshot(license), device: deviceSnapshot(device) });
+  }
+
+  private async removeAll(unit: Unit, actor: Actor, { license, devices }: LockedLicense): Promise<Device[]> {
+    if (devices.length === 0) return [];
+    await this.repo.removeAllDevices(unit, license.key);
+    await unit.emit({ type: 'devices.reset', actor, occurredAt: this.clock(), license: snapshot(license), devices: devices.map(deviceSnapshot) });
+    return devices;
+  }
+
+  /** Runs a change on one of the caller's licenses in a unit and returns the license after it. */
+  private owned(principal: Principal, rawKey: string, outer: Unit | undefined, change: (unit: Unit, locked: LockedLicense) => Promise<unknown>): Promise<License> {
     const key = normalizeLicenseKey(rawKey);
-    return this.repo.atomically(async (tx) => {
-      const state = await tx.lock(key);
-      if (!state || state.license.userId !== userId) throw notFound('License');
-      await change(tx, state.license);
-      return (await tx.read(key)) ?? { ...state.license, activeDevices: [] };
-    });
+    return this.units.run(async (unit) => {
+      const locked = await this.repo.lock(unit, key, principal.accountId);
+      if (!locked) throw notFound('License');
+      await change(unit, locked);
+      return (await this.repo.read(unit, key)) ?? { ...locked.license, activeDevices: [] };
+    }, outer);
   }
 }

@@ -1,4 +1,4 @@
-import type { Executor } from '../../storage/index.ts';
+import type { Unit } from '../../core/unit-of-work.ts';
 
 export type LicenseType = 'perpetual' | 'timed';
 
@@ -37,27 +37,36 @@ export interface LicensePage {
   nextCursor: string | null;
 }
 
-/** Primitive operations; `atomically` gives the same operations inside one atomic unit. */
-/** Extra work that must commit with a change (e.g. queuing its e-mail in the outbox). */
-export type UnitStep = (tx: Executor) => Promise<void>;
-
-export interface LicenseRepository {
-  insert(license: LicenseRecord, alsoInUnit?: UnitStep): Promise<void>;
-  get(key: string): Promise<License | undefined>;
-  findForValidation(key: string, deviceIdentifier: string): Promise<ValidationRow | undefined>;
-  listByProduct(productId: string, options: { email?: string; limit: number; after?: { createdAt: number; key: string } }): Promise<License[]>;
-  atomically<T>(work: (tx: LicenseUnit) => Promise<T>): Promise<T>;
+/** A license locked for a read-check-write unit, with what the checks need. */
+export interface LockedLicense {
+  license: LicenseRecord;
+  fallbackEnabled: boolean;
+  devices: Device[];
 }
 
-export interface LicenseUnit {
-  /** Reads the license and locks it against concurrent units until this one ends. */
-  lock(key: string): Promise<{ license: LicenseRecord; fallbackEnabled: boolean; devices: Device[] } | undefined>;
-  /** The license with its devices as this unit sees it (after its own changes). */
-  read(key: string): Promise<License | undefined>;
-  update(key: string, fields: Partial<Omit<LicenseRecord, 'key' | 'userId' | 'productId' | 'createdAt'>>): Promise<void>;
-  delete(key: string): Promise<void>;
-  addDevice(key: string, device: Device): Promise<void>;
-  renameDevice(key: string, identifier: string, name: string): Promise<void>;
-  removeDevice(key: string, identifier: string): Promise<boolean>;
-  removeAllDevices(key: string): Promise<void>;
+export type LicenseFields = Partial<Omit<LicenseRecord, 'key' | 'userId' | 'productId' | 'createdAt'>>;
+
+/**
+ * Storage of licenses and devices. Writes run inside a unit of work; reads take the caller's
+ * unit when they are part of one. Every account-scoped read filters by the account in SQL.
+ */
+export interface LicenseRepository {
+  insert(unit: Unit, license: LicenseRecord): Promise<void>;
+  /** The account's license with its devices. */
+  getOwned(accountId: string, key: string, unit?: Unit): Promise<License | undefined>;
+  /** The public hot path: license, product fallback flag and asking device in one statement. */
+  findForValidation(key: string, deviceIdentifier: string): Promise<ValidationRow | undefined>;
+  listByProduct(accountId: string, productId: string, options: { email?: string; limit: number; after?: { createdAt: number; key: string } }): Promise<License[]>;
+  /** Every license of the account's product (for a product's forced delete). */
+  listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<LicenseRecord[]>;
+  /** Reads the license (the account's, when given) and locks it against concurrent units until `unit` ends. */
+  lock(unit: Unit, key: string, accountId?: string): Promise<LockedLicense | undefined>;
+  /** The license with its devices as `unit` sees it (after its own changes). */
+  read(unit: Unit, key: string): Promise<License | undefined>;
+  update(unit: Unit, key: string, fields: LicenseFields): Promise<void>;
+  delete(unit: Unit, key: string): Promise<void>;
+  addDevice(unit: Unit, key: string, device: Device): Promise<void>;
+  renameDevice(unit: Unit, key: string, identifier: string, name: string): Promise<void>;
+  removeDevice(unit: Unit, key: string, identifier: string): Promise<boolean>;
+  removeAllDevices(unit: Unit, key: string): Promise<void>;
 }

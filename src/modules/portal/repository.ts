@@ -1,6 +1,8 @@
+import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
 import { bool } from '../../storage/schema.ts';
-import type { LinkRequest, PortalLicenseRow, PortalRepository, PortalScope, ResetAttempt, TokenRecord } from './service.ts';
+import { executorOf } from '../../storage/unit-of-work.ts';
+import type { PortalLicenseRow, PortalRepository, PortalScope, ResetRule, TokenRecord } from './service.ts';
 
 const DAY = 24 * 60 * 60_000;
 /** The newest licenses of an address that one page shows (keeps the page and its queries bounded). */
@@ -23,35 +25,33 @@ export class SqlPortalRepository implements PortalRepository {
       .$if(scope.userId !== null, (q) => q.where('l.user_id', '=', scope.userId!));
   }
 
-  requestLink(request: LinkRequest): Promise<{ limitedUntil: number } | { queued: boolean }> {
-    const { email, now, windowMs, maxPerWindow } = request;
-    return this.store.write(async (tx) => {
-      const since = now - windowMs;
-      const recent = await tx.all(
-        this.db
-          .selectFrom('portal_link_requests')
-          .select('requested_at')
-          .where('email_normalized', '=', email)
-          .where('requested_at', '>', since)
-          .orderBy('requested_at')
-          .$if(this.store.lockRows, (q) => q.forUpdate()),
-      );
-      if (recent.length >= maxPerWindow) return { limitedUntil: recent[0]!.requested_at + windowMs };
-      await tx.run(this.db.insertInto('portal_link_requests').values({ email_normalized: email, requested_at: now }));
-      // Housekeeping on a path that is already rate limited: requests out of the window and
-      // expired tokens go (both indexed by time).
-      await tx.run(this.db.deleteFrom('portal_link_requests').where('requested_at', '<=', since));
-      await tx.run(this.db.deleteFrom('portal_tokens').where('expires_at', '<', now - DAY));
-      const any = await tx.first(this.visible({ email, userId: null }).select('l.key').limit(1));
-      if (!any) return { queued: false };
-      await tx.run(this.db.insertInto('portal_tokens').values(toRow(request.link)));
-      await request.queueMail(tx);
-      return { queued: true };
-    });
+  async recentLinkRequests(unit: Unit, email: string, since: number): Promise<number[]> {
+    const rows = await executorOf(unit).all(
+      this.db
+        .selectFrom('portal_link_requests')
+        .select('requested_at')
+        .where('email_normalized', '=', email)
+        .where('requested_at', '>', since)
+        .orderBy('requested_at')
+        .$if(this.store.lockRows, (q) => q.forUpdate()),
+    );
+    return rows.map((r) => r.requested_at);
   }
 
-  async insertToken(token: TokenRecord): Promise<void> {
-    await this.store.write((tx) => tx.run(this.db.insertInto('portal_tokens').values(toRow(token))));
+  async recordLinkRequest(unit: Unit, email: string, now: number, forgetBefore: number): Promise<void> {
+    const tx = executorOf(unit);
+    await tx.run(this.db.insertInto('portal_link_requests').values({ email_normalized: email, requested_at: now }));
+    // Both indexed by time.
+    await tx.run(this.db.deleteFrom('portal_link_requests').where('requested_at', '<=', forgetBefore));
+    await tx.run(this.db.deleteFrom('portal_tokens').where('expires_at', '<', now - DAY));
+  }
+
+  async hasVisibleLicense(unit: Unit, email: string): Promise<boolean> {
+    return (await executorOf(unit).first(this.visible({ email, userId: null }).select('l.key').limit(1))) !== undefined;
+  }
+
+  async insertToken(unit: Unit, token: TokenRecord): Promise<void> {
+    await executorOf(unit).run(this.db.insertInto('portal_tokens').values(toRow(token)));
   }
 
   async findToken(tokenHash: string, kind: TokenRecord['kind'], now: number): Promise<TokenRecord | undefined> {
@@ -61,8 +61,8 @@ export class SqlPortalRepository implements PortalRepository {
     return row && { tokenHash: row.token_hash, kind: row.kind, email: row.email_normalized, userId: row.user_id, expiresAt: row.expires_at, createdAt: row.created_at };
   }
 
-  async deleteToken(tokenHash: string): Promise<void> {
-    await this.store.write((tx) => tx.run(this.db.deleteFrom('portal_tokens').where('token_hash', '=', tokenHash)));
+  async deleteToken(unit: Unit, tokenHash: string): Promise<void> {
+    await executorOf(unit).run(this.db.deleteFrom('portal_tokens').where('token_hash', '=', tokenHash));
   }
 
   async listLicenses(scope: PortalScope, now: number): Promise<PortalLicenseRow[]> {
@@ -128,30 +128,34 @@ export class SqlPortalRepository implements PortalRepository {
     }));
   }
 
-  resetDevices(scope: PortalScope, key: string, now: number): Promise<ResetAttempt> {
-    return this.store.write(async (tx) => {
-      const license = await tx.first(
-        this.visible(scope)
-          .select(['l.key', 'p.portal_allow_device_reset', 'p.portal_device_reset_limit', 'p.portal_device_reset_window_days'])
-          .where('l.key', '=', key)
-          // The license row is the lock: concurrent resets of one license queue up here.
-          .$if(this.store.lockRows, (q) => q.forUpdate('l')),
-      );
-      if (!license) return { outcome: 'not_found' };
-      if (!bool(license.portal_allow_device_reset)) return { outcome: 'forbidden' };
-      const windowMs = license.portal_device_reset_window_days * DAY;
-      const resets = await tx.all(
-        this.db.selectFrom('portal_device_resets').select('reset_at').where('license_key', '=', key).where('reset_at', '>', now - windowMs).orderBy('reset_at'),
-      );
-      if (resets.length >= license.portal_device_reset_limit) {
-        return { outcome: 'limit', nextAt: resets[resets.length - license.portal_device_reset_limit]!.reset_at + windowMs };
+  async lockVisible(unit: Unit, scope: PortalScope, key: string): Promise<ResetRule | undefined> {
+    const row = await executorOf(unit).first(
+      this.visible(scope)
+        .select(['p.portal_allow_device_reset', 'p.portal_device_reset_limit', 'p.portal_device_reset_window_days'])
+        .where('l.key', '=', key)
+        // The license row is the lock: concurrent resets of one license queue up here.
+        .$if(this.store.lockRows, (q) => q.forUpdate('l')),
+    );
+    return (
+      row && {
+        allowDeviceReset: bool(row.portal_allow_device_reset),
+        resetLimit: row.portal_device_reset_limit,
+        resetWindowMs: row.portal_device_reset_window_days * DAY,
       }
-      const removed = await tx.run(this.db.deleteFrom('devices').where('license_key', '=', key));
-      if (removed === 0) return { outcome: 'nothing' };
-      await tx.run(this.db.deleteFrom('portal_device_resets').where('license_key', '=', key).where('reset_at', '<=', now - windowMs));
-      await tx.run(this.db.insertInto('portal_device_resets').values({ license_key: key, reset_at: now }));
-      return { outcome: 'done', removed };
-    });
+    );
+  }
+
+  async resetsSince(unit: Unit, key: string, since: number): Promise<number[]> {
+    const rows = await executorOf(unit).all(
+      this.db.selectFrom('portal_device_resets').select('reset_at').where('license_key', '=', key).where('reset_at', '>', since).orderBy('reset_at'),
+    );
+    return rows.map((r) => r.reset_at);
+  }
+
+  async recordReset(unit: Unit, key: string, now: number, forgetBefore: number): Promise<void> {
+    const tx = executorOf(unit);
+    await tx.run(this.db.deleteFrom('portal_device_resets').where('license_key', '=', key).where('reset_at', '<=', forgetBefore));
+    await tx.run(this.db.insertInto('portal_device_resets').values({ license_key: key, reset_at: now }));
   }
 }
 

@@ -220,7 +220,7 @@ export const portalApiRoutes: FastifyPluginAsyncTypebox<{ portal: PortalService 
       },
     },
     async (req) => {
-      const session = await portal.createPrivateSession(req.userId, req.body.email);
+      const session = await portal.createPrivateSession(req.principal, req.body.email);
       return { url: session.url, expiresAt: toIso(session.expiresAt) };
     },
   );

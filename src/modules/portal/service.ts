@@ -4,8 +4,10 @@ import { isValidEmail, normalizeEmail } from '../../core/email.ts';
 import { invalidRequest } from '../../core/errors.ts';
 import { normalizeLicenseKey } from '../../core/license-key.ts';
 import { type LicenseStatus, licenseStatus } from '../../core/license-status.ts';
-import type { Executor } from '../../storage/index.ts';
-import type { Outbox } from '../mail/outbox.ts';
+import type { Principal } from '../../core/principal.ts';
+import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
+import type { LicenseService } from '../licenses/service.ts';
+import type { MailQueue } from '../mail/queue.ts';
 import { portalLinkMail } from '../mail/templates.ts';
 
 const HOUR = 60 * 60_000;
@@ -25,15 +27,6 @@ export interface TokenRecord extends PortalScope {
   kind: 'link' | 'session';
   expiresAt: number;
   createdAt: number;
-}
-
-export interface LinkRequest {
-  email: string;
-  now: number;
-  windowMs: number;
-  maxPerWindow: number;
-  link: TokenRecord;
-  queueMail: (tx: Executor) => Promise<void>;
 }
 
 export interface PortalDevice {
@@ -70,15 +63,36 @@ export type ResetAttempt =
   | { outcome: 'forbidden' }
   | { outcome: 'limit'; nextAt: number };
 
+/** The reset rule of a license's product, read with the license locked. */
+export interface ResetRule {
+  allowDeviceReset: boolean;
+  resetLimit: number;
+  resetWindowMs: number;
+}
+
 export interface PortalRepository {
-  /** Counts, records and (when the address has licenses) stores the link and queues its e-mail: one unit. */
-  requestLink(request: LinkRequest): Promise<{ limitedUntil: number } | { queued: boolean }>;
-  insertToken(token: TokenRecord): Promise<void>;
+  /** Link requests for `email` after `since`, oldest first, locked against concurrent requests for it. */
+  recentLinkRequests(unit: Unit, email: string, since: number): Promise<number[]>;
+  /** Records a link request; drops requests up to `forgetBefore` and tokens long expired (housekeeping). */
+  recordLinkRequest(unit: Unit, email: string, now: number, forgetBefore: number): Promise<void>;
+  /** Whether the address has a license on a product shown in the portal. */
+  hasVisibleLicense(unit: Unit, email: string): Promise<boolean>;
+  insertToken(unit: Unit, token: TokenRecord): Promise<void>;
   findToken(tokenHash: string, kind: TokenRecord['kind'], now: number): Promise<TokenRecord | undefined>;
-  deleteToken(tokenHash: string): Promise<void>;
+  deleteToken(unit: Unit, tokenHash: string): Promise<void>;
   listLicenses(scope: PortalScope, now: number): Promise<PortalLicenseRow[]>;
-  /** Checks the product's rule and the reset limit, then empties the devices: one atomic unit. */
-  resetDevices(scope: PortalScope, key: string, now: number): Promise<ResetAttempt>;
+  /** The license in `scope` with its product's reset rule, locked until `unit` ends. */
+  lockVisible(unit: Unit, scope: PortalScope, key: string): Promise<ResetRule | undefined>;
+  /** Portal resets of the license after `since`, oldest first. */
+  resetsSince(unit: Unit, key: string, since: number): Promise<number[]>;
+  /** Records a reset; drops those up to `forgetBefore`. */
+  recordReset(unit: Unit, key: string, now: number, forgetBefore: number): Promise<void>;
+}
+
+/** How many portal resets are left in the window, and when the next one frees up: the one quota rule. */
+export function resetQuota(resets: readonly number[], limit: number, windowMs: number): { remaining: number; nextAt: number | null } {
+  const used = resets.length;
+  return { remaining: Math.max(0, limit - used), nextAt: used >= limit ? resets[used - limit]! + windowMs : null };
 }
 
 export interface PortalLicense {
@@ -111,7 +125,9 @@ export const hashToken = (token: string): string => createHash('sha256').update(
 export class PortalService {
   constructor(
     private readonly repo: PortalRepository,
-    private readonly outbox: Outbox,
+    private readonly units: UnitRunner,
+    private readonly mail: MailQueue,
+    private readonly licenseService: LicenseService,
     private readonly baseUrl: string,
     private readonly clock: () => number = Date.now,
   ) {}
@@ -127,25 +143,30 @@ export class PortalService {
     const token = newToken();
     const url = this.portalUrl(token);
     const mail = portalLinkMail({ url, validForHours: LINK_VALIDITY_MS / HOUR });
-    const outcome = await this.repo.requestLink({
-      email,
-      now,
-      windowMs: LINK_REQUEST_WINDOW_MS,
-      maxPerWindow: maxPerHour ?? Number.MAX_SAFE_INTEGER,
-      link: { tokenHash: hashToken(token), kind: 'link', email, userId: null, expiresAt: now + LINK_VALIDITY_MS, createdAt: now },
-      queueMail: async (tx) => void (await this.outbox.enqueue(tx, { kind: 'portal_link', to: rawEmail.trim(), replyTo: null, ...mail })),
+    const link: TokenRecord = { tokenHash: hashToken(token), kind: 'link', email, userId: null, expiresAt: now + LINK_VALIDITY_MS, createdAt: now };
+    const maxPerWindow = maxPerHour ?? Number.MAX_SAFE_INTEGER;
+    return this.units.run(async (unit) => {
+      const since = now - LINK_REQUEST_WINDOW_MS;
+      const recent = await this.repo.recentLinkRequests(unit, email, since);
+      if (recent.length >= maxPerWindow) return { limitedUntil: recent[0]! + LINK_REQUEST_WINDOW_MS };
+      // Housekeeping rides on a path that is already rate limited.
+      await this.repo.recordLinkRequest(unit, email, now, since);
+      if (await this.repo.hasVisibleLicense(unit, email)) {
+        await this.repo.insertToken(unit, link);
+        await this.mail.queue(unit, { kind: 'portal_link', to: rawEmail.trim(), replyTo: null, ...mail });
+      }
+      return { accepted: true } as const;
     });
-    return 'limitedUntil' in outcome ? outcome : { accepted: true };
   }
 
   /** Server API: a link for `email` showing only `userId`'s products, valid 12 hours. */
-  async createPrivateSession(userId: string, rawEmail: string): Promise<{ url: string; expiresAt: number }> {
+  async createPrivateSession(principal: Principal, rawEmail: string): Promise<{ url: string; expiresAt: number }> {
     const email = normalizeEmail(rawEmail);
     if (!isValidEmail(email)) throw invalidRequest('email', 'must be a valid e-mail address');
     const now = this.clock();
     const token = newToken();
     const expiresAt = now + PRIVATE_SESSION_VALIDITY_MS;
-    await this.repo.insertToken({ tokenHash: hashToken(token), kind: 'link', email, userId, expiresAt, createdAt: now });
+    await this.units.run((unit) => this.repo.insertToken(unit, { tokenHash: hashToken(token), kind: 'link', email, userId: principal.accountId, expiresAt, createdAt: now }));
     return { url: this.portalUrl(token), expiresAt };
   }
 
@@ -158,7 +179,7 @@ export class PortalService {
     const link = await this.repo.findToken(hashToken(linkToken), 'link', now);
     if (!link) return undefined;
     const sessionToken = newToken();
-    await this.repo.insertToken({ ...link, tokenHash: hashToken(sessionToken), kind: 'session', createdAt: now });
+    await this.units.run((unit) => this.repo.insertToken(unit, { ...link, tokenHash: hashToken(sessionToken), kind: 'session', createdAt: now }));
     return { sessionToken, expiresAt: link.expiresAt };
   }
 
@@ -167,7 +188,7 @@ export class PortalService {
   }
 
   endSession(sessionToken: string): Promise<void> {
-    return this.repo.deleteToken(hashToken(sessionToken));
+    return this.units.run((unit) => this.repo.deleteToken(unit, hashToken(sessionToken)));
   }
 
   async licenses(scope: PortalScope): Promise<PortalLicense[]> {
@@ -184,19 +205,30 @@ export class PortalService {
       purchaseNote: r.purchaseNote,
       action: r.actionButtonText && r.actionButtonUrl ? { text: r.actionButtonText, url: renderActionUrl(r.actionButtonUrl, r.key) } : null,
       reset: r.allowDeviceReset
-        ? {
-            allowed: true,
-            remaining: Math.max(0, r.resetLimit - r.resets.length),
-            nextAt: r.resets.length >= r.resetLimit ? r.resets[r.resets.length - r.resetLimit]! + r.resetWindowMs : null,
-            limit: r.resetLimit,
-            windowDays: Math.round(r.resetWindowMs / (24 * HOUR)),
-          }
+        ? { allowed: true, ...resetQuota(r.resets, r.resetLimit, r.resetWindowMs), limit: r.resetLimit, windowDays: Math.round(r.resetWindowMs / (24 * HOUR)) }
         : { allowed: false },
     }));
   }
 
+  /**
+   * A customer's device reset: the product must allow it and the license's quota have room; the
+   * devices then go through the license service (its rule and event), all in one unit.
+   */
   resetDevices(scope: PortalScope, rawKey: string): Promise<ResetAttempt> {
-    return this.repo.resetDevices(scope, normalizeLicenseKey(rawKey), this.clock());
+    const key = normalizeLicenseKey(rawKey);
+    const now = this.clock();
+    return this.units.run(async (unit): Promise<ResetAttempt> => {
+      const rule = await this.repo.lockVisible(unit, scope, key);
+      if (!rule) return { outcome: 'not_found' };
+      if (!rule.allowDeviceReset) return { outcome: 'forbidden' };
+      const since = now - rule.resetWindowMs;
+      const quota = resetQuota(await this.repo.resetsSince(unit, key, since), rule.resetLimit, rule.resetWindowMs);
+      if (quota.remaining === 0) return { outcome: 'limit', nextAt: quota.nextAt! };
+      const removed = await this.licenseService.resetDevicesIn(unit, { type: 'portal', email: scope.email }, key);
+      if (removed.length === 0) return { outcome: 'nothing' };
+      await this.repo.recordReset(unit, key, now, since);
+      return { outcome: 'done', removed: removed.length };
+    });
   }
 
   private portalUrl(token: string): string {

@@ -1,4 +1,6 @@
 import type { Store } from '../../storage/index.ts';
+import { executorOf } from '../../storage/unit-of-work.ts';
+import type { Unit } from '../../core/unit-of-work.ts';
 import type { ImageType, ProductImageRepository, StoredImage } from './service.ts';
 
 /**
@@ -12,28 +14,18 @@ export class SqlProductImageRepository implements ProductImageRepository {
     return this.store.db;
   }
 
-  put(userId: string, productId: string, image: StoredImage): Promise<boolean> {
-    return this.store.write(async (tx) => {
-      const owned = await tx.run(this.db.updateTable('products').set({ has_image: 1 }).where('id', '=', productId).where('user_id', '=', userId));
-      if (owned === 0) return false;
-      const row = { content_type: image.contentType, data: image.data, etag: image.etag, updated_at: image.updatedAt };
-      await tx.run(
-        this.db
-          .insertInto('product_images')
-          .values({ product_id: productId, ...row })
-          .onConflict((oc) => oc.column('product_id').doUpdateSet(row)),
-      );
-      return true;
-    });
+  async put(unit: Unit, productId: string, image: StoredImage): Promise<void> {
+    const row = { content_type: image.contentType, data: image.data, etag: image.etag, updated_at: image.updatedAt };
+    await executorOf(unit).run(
+      this.db
+        .insertInto('product_images')
+        .values({ product_id: productId, ...row })
+        .onConflict((oc) => oc.column('product_id').doUpdateSet(row)),
+    );
   }
 
-  remove(userId: string, productId: string): Promise<boolean> {
-    return this.store.write(async (tx) => {
-      const owned = await tx.run(this.db.updateTable('products').set({ has_image: 0 }).where('id', '=', productId).where('user_id', '=', userId));
-      if (owned === 0) return false;
-      await tx.run(this.db.deleteFrom('product_images').where('product_id', '=', productId));
-      return true;
-    });
+  async remove(unit: Unit, productId: string): Promise<void> {
+    await executorOf(unit).run(this.db.deleteFrom('product_images').where('product_id', '=', productId));
   }
 
   async get(productId: string): Promise<StoredImage | undefined> {

@@ -35,7 +35,7 @@ export const productImageRoutes: FastifyPluginAsyncTypebox<{ images: ProductImag
         throw new AppError('unsupported_media_type', 'The image must be a PNG, JPEG or WebP file.');
       }
       const bytes = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      return productView(await images.put(req.userId, req.params.productId, bytes));
+      return productView(await images.put(req.principal, req.params.productId, bytes));
     },
   );
 
@@ -51,7 +51,7 @@ export const productImageRoutes: FastifyPluginAsyncTypebox<{ images: ProductImag
       },
     },
     async (req, reply) => {
-      await images.remove(req.userId, req.params.productId);
+      await images.remove(req.principal, req.params.productId);
       return reply.send();
     },
   );

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
-import { AppError, invalidRequest, notFound } from '../../core/errors.ts';
+import { AppError, invalidRequest } from '../../core/errors.ts';
+import type { Principal } from '../../core/principal.ts';
+import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { AccountService } from '../accounts/service.ts';
 import type { Product, ProductService } from '../products/service.ts';
 
@@ -16,9 +18,8 @@ export interface StoredImage {
 }
 
 export interface ProductImageRepository {
-  /** Stores the image and sets the product's hasImage in one unit; false when the product is not the caller's. */
-  put(userId: string, productId: string, image: StoredImage): Promise<boolean>;
-  remove(userId: string, productId: string): Promise<boolean>;
+  put(unit: Unit, productId: string, image: StoredImage): Promise<void>;
+  remove(unit: Unit, productId: string): Promise<void>;
   get(productId: string): Promise<StoredImage | undefined>;
 }
 
@@ -34,33 +35,42 @@ export function detectImageType(bytes: Buffer): ImageType | undefined {
 export class ProductImageService {
   constructor(
     private readonly repo: ProductImageRepository,
+    private readonly units: UnitRunner,
     private readonly products: ProductService,
     private readonly accounts: AccountService,
     private readonly clock: () => number = Date.now,
   ) {}
 
-  async put(userId: string, productId: string, bytes: Buffer): Promise<Product> {
-    await this.requirePlus(userId);
+  /** Stores the image; the product's hasImage changes through the product service, in the same unit. */
+  async put(principal: Principal, productId: string, bytes: Buffer): Promise<Product> {
+    await this.requirePlus(principal);
     if (bytes.length === 0) throw invalidRequest('body', 'send the image bytes (PNG, JPEG or WebP)');
     if (bytes.length > IMAGE_MAX_BYTES) throw new AppError('payload_too_large', 'The image is larger than 1 MiB.');
     const contentType = detectImageType(bytes);
     if (!contentType) throw new AppError('unsupported_media_type', 'The image must be a PNG, JPEG or WebP file.');
     const etag = `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"`;
-    if (!(await this.repo.put(userId, productId, { contentType, data: bytes, etag, updatedAt: this.clock() }))) throw notFound('Product');
-    return this.products.get(userId, productId);
+    const image: StoredImage = { contentType, data: bytes, etag, updatedAt: this.clock() };
+    return this.units.run(async (unit) => {
+      await this.products.setHasImage(principal, productId, true, unit); // 404 unless the caller owns it
+      await this.repo.put(unit, productId, image);
+      return this.products.get(principal, productId, unit);
+    });
   }
 
-  async remove(userId: string, productId: string): Promise<void> {
-    await this.requirePlus(userId);
-    if (!(await this.repo.remove(userId, productId))) throw notFound('Product');
+  async remove(principal: Principal, productId: string): Promise<void> {
+    await this.requirePlus(principal);
+    await this.units.run(async (unit) => {
+      await this.products.setHasImage(principal, productId, false, unit);
+      await this.repo.remove(unit, productId);
+    });
   }
 
   get(productId: string): Promise<StoredImage | undefined> {
     return this.repo.get(productId);
   }
 
-  private async requirePlus(userId: string): Promise<void> {
-    const account = await this.accounts.findById(userId);
+  private async requirePlus(principal: Principal): Promise<void> {
+    const account = await this.accounts.findById(principal.accountId);
     if (account?.plan !== 'plus') throw new AppError('plan_required', 'Product images need the plus plan.');
   }
 }

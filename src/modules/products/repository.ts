@@ -1,4 +1,6 @@
 import type { Store } from '../../storage/index.ts';
+import { executorOf } from '../../storage/unit-of-work.ts';
+import type { Unit } from '../../core/unit-of-work.ts';
 import type { Insertable, Updateable } from 'kysely';
 import { bool, flag, type ProductRow, type ProductsTable } from '../../storage/schema.ts';
 import type { Product, ProductFields, ProductRepository } from './service.ts';
@@ -22,8 +24,9 @@ export const toProduct = (r: ProductRow): Product => ({
 });
 
 /** Maps the writable fields that are present to their columns. */
-function columns(f: Partial<ProductFields>) {
+function columns(f: Partial<ProductFields> & { hasImage?: boolean }) {
   const set: Updateable<ProductsTable> = {};
+  if (f.hasImage !== undefined) set.has_image = flag(f.hasImage);
   if (f.name !== undefined) set.name = f.name;
   if (f.description !== undefined) set.description = f.description;
   if (f.supportEmail !== undefined) set.support_email = f.supportEmail;
@@ -45,54 +48,50 @@ export class SqlProductRepository implements ProductRepository {
     return this.store.db;
   }
 
-  async insert(p: Product): Promise<void> {
-    await this.store.write((tx) =>
-      tx.run(
-        this.db.insertInto('products').values({
-          id: p.id,
-          user_id: p.userId,
-          created_at: p.createdAt,
-          has_image: flag(p.hasImage),
-          ...(columns(p) as Omit<Insertable<ProductsTable>, 'id' | 'user_id' | 'created_at' | 'has_image'>),
-        }),
-      ),
+  private owned(accountId: string, id: string) {
+    return this.db.selectFrom('products').selectAll().where('id', '=', id).where('user_id', '=', accountId);
+  }
+
+  async insert(unit: Unit, p: Product): Promise<void> {
+    await executorOf(unit).run(
+      this.db.insertInto('products').values({
+        id: p.id,
+        user_id: p.userId,
+        created_at: p.createdAt,
+        has_image: flag(p.hasImage),
+        ...(columns(p) as Omit<Insertable<ProductsTable>, 'id' | 'user_id' | 'created_at' | 'has_image'>),
+      }),
     );
   }
 
-  async get(userId: string, id: string): Promise<Product | undefined> {
-    const row = await this.store.read.first(this.db.selectFrom('products').selectAll().where('id', '=', id).where('user_id', '=', userId));
+  async get(accountId: string, id: string, unit?: Unit): Promise<Product | undefined> {
+    const row = await (unit ? executorOf(unit) : this.store.read).first(this.owned(accountId, id));
     return row && toProduct(row);
   }
 
-  async list(userId: string): Promise<Product[]> {
+  async list(accountId: string): Promise<Product[]> {
     const rows = await this.store.read.all(
-      this.db.selectFrom('products').selectAll().where('user_id', '=', userId).orderBy('created_at').orderBy('id'),
+      this.db.selectFrom('products').selectAll().where('user_id', '=', accountId).orderBy('created_at').orderBy('id'),
     );
     return rows.map(toProduct);
   }
 
-  update(userId: string, id: string, fields: Partial<ProductFields>): Promise<Product | undefined> {
-    const set = columns(fields);
-    return this.store.write(async (tx) => {
-      if (Object.keys(set).length > 0) {
-        await tx.run(this.db.updateTable('products').set(set).where('id', '=', id).where('user_id', '=', userId));
-      }
-      const row = await tx.first(this.db.selectFrom('products').selectAll().where('id', '=', id).where('user_id', '=', userId));
-      return row && toProduct(row);
-    });
+  async lock(unit: Unit, accountId: string, id: string): Promise<Product | undefined> {
+    const row = await executorOf(unit).first(this.owned(accountId, id).$if(this.store.lockRows, (q) => q.forUpdate()));
+    return row && toProduct(row);
   }
 
-  delete(userId: string, id: string, force: boolean): Promise<'deleted' | 'missing' | 'has_licenses'> {
-    return this.store.write(async (tx) => {
-      const owned = await tx.first(
-        this.db.selectFrom('products').select('id').where('id', '=', id).where('user_id', '=', userId).$if(this.store.lockRows, (q) => q.forUpdate()),
-      );
-      if (!owned) return 'missing';
-      const license = await tx.first(this.db.selectFrom('licenses').select('key').where('product_id', '=', id).limit(1));
-      if (license && !force) return 'has_licenses';
-      // Devices and licenses go by ON DELETE CASCADE.
-      await tx.run(this.db.deleteFrom('products').where('id', '=', id).where('user_id', '=', userId));
-      return 'deleted';
-    });
+  async update(unit: Unit, accountId: string, id: string, fields: Partial<ProductFields> & { hasImage?: boolean }): Promise<void> {
+    const set = columns(fields);
+    if (Object.keys(set).length === 0) return;
+    await executorOf(unit).run(this.db.updateTable('products').set(set).where('id', '=', id).where('user_id', '=', accountId));
+  }
+
+  async hasLicenses(unit: Unit, id: string): Promise<boolean> {
+    return (await executorOf(unit).first(this.db.selectFrom('licenses').select('key').where('product_id', '=', id).limit(1))) !== undefined;
+  }
+
+  async delete(unit: Unit, accountId: string, id: string): Promise<void> {
+    await executorOf(unit).run(this.db.deleteFrom('products').where('id', '=', id).where('user_id', '=', accountId));
   }
 }

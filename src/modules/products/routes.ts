@@ -11,23 +11,23 @@ const productReply = { 200: Type.Ref('Product'), ...errorResponses(400, 401, 403
 /** Server API for products (API key required; another account's product is a 404). */
 export const productRoutes: FastifyPluginAsyncTypebox<{ products: ProductService }> = async (app, { products }) => {
   app.post('/products', { schema: { tags, security, summary: 'Create a product', body: CreateProductBody, response: productReply } }, async (req) =>
-    productView(await products.create(req.userId, req.body)),
+    productView(await products.create(req.principal, req.body)),
   );
 
   app.get(
     '/products',
     { schema: { tags, security, summary: "List the account's products", response: { 200: Type.Array(Type.Ref('Product')), ...errorResponses(401, 403) } } },
-    async (req) => (await products.list(req.userId)).map(productView),
+    async (req) => (await products.list(req.principal)).map(productView),
   );
 
   app.get('/products/:productId', { schema: { tags, security, summary: 'Get a product', params: ProductParams, response: productReply } }, async (req) =>
-    productView(await products.get(req.userId, req.params.productId)),
+    productView(await products.get(req.principal, req.params.productId)),
   );
 
   app.patch(
     '/products/:productId',
     { schema: { tags, security, summary: 'Update a product', params: ProductParams, body: UpdateProductBody, response: productReply } },
-    async (req) => productView(await products.update(req.userId, req.params.productId, req.body)),
+    async (req) => productView(await products.update(req.principal, req.params.productId, req.body)),
   );
 
   app.delete(
@@ -44,7 +44,7 @@ export const productRoutes: FastifyPluginAsyncTypebox<{ products: ProductService
       },
     },
     async (req, reply) => {
-      await products.delete(req.userId, req.params.productId, req.query.force === 'true');
+      await products.delete(req.principal, req.params.productId, req.query.force === 'true');
       return reply.send();
     },
   );

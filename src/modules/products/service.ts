@@ -1,6 +1,8 @@
 import { AppError, invalidRequest, notFound } from '../../core/errors.ts';
 import { newProductId } from '../../core/ids.ts';
 import { checkActionUrl } from '../../core/action-url.ts';
+import type { Principal } from '../../core/principal.ts';
+import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 
 export interface Product {
   id: string;
@@ -37,13 +39,21 @@ export type ProductFields = Pick<
   | 'portalDeviceResetWindowDays'
 >;
 
+/** Storage of products; every query is scoped to the account in SQL, writes run in a unit. */
 export interface ProductRepository {
-  insert(product: Product): Promise<void>;
-  get(userId: string, id: string): Promise<Product | undefined>;
-  list(userId: string): Promise<Product[]>;
-  update(userId: string, id: string, fields: Partial<ProductFields>): Promise<Product | undefined>;
-  /** Deletes the product; with `force`, its licenses and devices too. Returns false when it still has licenses. */
-  delete(userId: string, id: string, force: boolean): Promise<'deleted' | 'missing' | 'has_licenses'>;
+  insert(unit: Unit, product: Product): Promise<void>;
+  get(accountId: string, id: string, unit?: Unit): Promise<Product | undefined>;
+  list(accountId: string): Promise<Product[]>;
+  /** Locks the account's product against concurrent units until `unit` ends. */
+  lock(unit: Unit, accountId: string, id: string): Promise<Product | undefined>;
+  update(unit: Unit, accountId: string, id: string, fields: Partial<ProductFields> & { hasImage?: boolean }): Promise<void>;
+  hasLicenses(unit: Unit, id: string): Promise<boolean>;
+  delete(unit: Unit, accountId: string, id: string): Promise<void>;
+}
+
+/** What a product's forced delete needs of the license service (bound after both are built). */
+export interface ProductLicenses {
+  deleteAllOfProduct(principal: Principal, productId: string, unit: Unit): Promise<number>;
 }
 
 const DEFAULTS: Omit<ProductFields, 'name'> = {
@@ -69,43 +79,71 @@ function checkFields(fields: Partial<ProductFields>): Partial<ProductFields> {
   return out;
 }
 
+/** Products: their fields, image flag and deletion rules, the one write path for each. */
 export class ProductService {
-  constructor(private readonly repo: ProductRepository) {}
+  private licenses: ProductLicenses | undefined;
 
-  async create(userId: string, fields: Partial<ProductFields> & { name: string }): Promise<Product> {
+  constructor(
+    private readonly repo: ProductRepository,
+    private readonly units: UnitRunner,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** The license service deletes a product's licenses (it needs this service too, so it comes later). */
+  bindLicenses(licenses: ProductLicenses): void {
+    this.licenses = licenses;
+  }
+
+  create(principal: Principal, fields: Partial<ProductFields> & { name: string }): Promise<Product> {
     const product: Product = {
       ...DEFAULTS,
       ...(checkFields(fields) as ProductFields),
       id: newProductId(),
-      userId,
+      userId: principal.accountId,
       hasImage: false,
-      createdAt: Date.now(),
+      createdAt: this.clock(),
     };
-    await this.repo.insert(product);
-    return product;
+    return this.units.run(async (unit) => {
+      await this.repo.insert(unit, product);
+      return product;
+    });
   }
 
-  async get(userId: string, id: string): Promise<Product> {
-    const product = await this.repo.get(userId, id);
+  async get(principal: Principal, id: string, unit?: Unit): Promise<Product> {
+    const product = await this.repo.get(principal.accountId, id, unit);
     if (!product) throw notFound('Product');
     return product;
   }
 
-  list(userId: string): Promise<Product[]> {
-    return this.repo.list(userId);
+  list(principal: Principal): Promise<Product[]> {
+    return this.repo.list(principal.accountId);
   }
 
-  async update(userId: string, id: string, fields: Partial<ProductFields>): Promise<Product> {
-    const product = await this.repo.update(userId, id, checkFields(fields));
-    if (!product) throw notFound('Product');
-    return product;
+  update(principal: Principal, id: string, fields: Partial<ProductFields>): Promise<Product> {
+    const checked = checkFields(fields);
+    return this.units.run(async (unit) => {
+      const product = await this.repo.lock(unit, principal.accountId, id);
+      if (!product) throw notFound('Product');
+      await this.repo.update(unit, principal.accountId, id, checked);
+      return { ...product, ...checked };
+    });
   }
 
-  async delete(userId: string, id: string, force: boolean): Promise<void> {
-    const outcome = await this.repo.delete(userId, id, force);
-    if (outcome === 'missing') throw notFound('Product');
-    if (outcome === 'has_licenses') {
-      throw new AppError('product_has_licenses', 'The product has licenses; delete them first or pass ?force=true.');
-    }
+  /** Sets whether the product has an image, in the image change's unit (the image module calls it). */
+  async setHasImage(principal: Principal, id: string, hasImage: boolean, unit: Unit): Promise<void> {
+    if (!(await this.repo.lock(unit, principal.accountId, id))) throw notFound('Product');
+    await this.repo.update(unit, principal.accountId, id, { hasImage });
+  }
+
+  /** Refused while the product has licenses, unless `force`: then each goes through the license service. */
+  async delete(principal: Principal, id: string, force: boolean): Promise<void> {
+    await this.units.run(async (unit) => {
+      if (!(await this.repo.lock(unit, principal.accountId, id))) throw notFound('Product');
+      if (await this.repo.hasLicenses(unit, id)) {
+        if (!force) throw new AppError('product_has_licenses', 'The product has licenses; delete them first or pass ?force=true.');
+        await this.licenses!.deleteAllOfProduct(principal, id, unit);
+      }
+      await this.repo.delete(unit, principal.accountId, id);
+    });
   }
 }

@@ -9,7 +9,7 @@ import * as m004Outbox from './004_outbox.ts';
  * never edited. Kysely's migrator takes a lock (an advisory lock on PostgreSQL), so several
  * processes starting at once on one database apply each migration exactly once.
  */
-const migrations: Record<string, Migration> = {
+export const migrations: Record<string, Migration> = {
   '001_core': m001,
   '002_license_tokens': m002LicenseTokens,
   '003_portal_mail': m003PortalMail,
@@ -18,9 +18,10 @@ const migrations: Record<string, Migration> = {
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
-export async function migrateToLatest(db: Kysely<any>): Promise<void> {
+/** Applies every migration up to `target` (the latest when absent); tests of a migration stop before it. */
+export async function migrateToLatest(db: Kysely<any>, target?: string): Promise<void> {
   const migrator = new Migrator({ db, provider, migrationTableName: 'tessera_migrations', migrationLockTableName: 'tessera_migrations_lock' });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = target ? await migrator.migrateTo(target) : await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {
     throw new Error(`Migration ${failed?.migrationName ?? ''} failed: ${String(error)}`, { cause: error });

@@ -147,7 +147,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
         throw error;
       }
       if ('limitedUntil' in outcome) {
-        void reply.header('retry-after', String(Math.max(1, Math.ceil((outcome.limitedUntil - Date.now()) / 1000))));
+        void reply.header('retry-after', String(Math.max(1, Math.ceil((outcome.limitedUntil - portal.now()) / 1000))));
         return again(429, { notice: { tone: 'bad', text: `Too many links were requested for this address. Try again after ${formatDate(outcome.limitedUntil)}.` } });
       }
       // The same answer whether or not the address has licenses.
@@ -159,7 +159,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
     if (req.query.token !== undefined) {
       const opened = await portal.openLink(req.query.token);
       if (!opened) return send(reply, 400, invalidLinkPage());
-      const maxAge = Math.max(1, Math.floor((opened.expiresAt - Date.now()) / 1000));
+      const maxAge = Math.max(1, Math.floor((opened.expiresAt - portal.now()) / 1000));
       // The token leaves the address bar (and the history) at once.
       return reply.header('set-cookie', cookie(SESSION_COOKIE, opened.sessionToken, { secure: secureCookies, maxAge })).redirect('/portal', 303);
     }
@@ -183,7 +183,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
       case 'forbidden':
         return renderPortal(req, reply, 403, current.session, { tone: 'bad', text: 'Device resets are not available for this product. Contact support for help.' });
       case 'limit':
-        void reply.header('retry-after', String(Math.max(1, Math.ceil((result.nextAt - Date.now()) / 1000))));
+        void reply.header('retry-after', String(Math.max(1, Math.ceil((result.nextAt - portal.now()) / 1000))));
         return renderPortal(req, reply, 429, current.session, {
           tone: 'bad',
           text: `You have used all device resets for this license for now. Next reset possible on ${formatDate(result.nextAt)}.`,

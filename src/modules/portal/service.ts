@@ -183,6 +183,11 @@ export class PortalService {
     return { sessionToken, expiresAt: link.expiresAt };
   }
 
+  /** The service's time: pages count down to the same clock the rules use. */
+  now(): number {
+    return this.clock();
+  }
+
   session(sessionToken: string): Promise<TokenRecord | undefined> {
     return this.repo.findToken(hashToken(sessionToken), 'session', this.clock());
   }

@@ -47,13 +47,13 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   for (const consumer of options.eventConsumers ?? []) deliverEvents(events, outbox, jobConsumers, consumer);
 
   const mail = new MailQueue(outbox);
-  const accounts = new AccountService(new SqlAccountRepository(store), clock);
-  const apiKeys = new ApiKeyService(new SqlApiKeyRepository(store), onBackgroundError, clock);
+  const accounts = new AccountService(new SqlAccountRepository(store), units, clock);
+  const apiKeys = new ApiKeyService(new SqlApiKeyRepository(store), units, onBackgroundError, clock);
   const products = new ProductService(new SqlProductRepository(store), units, clock);
   const purchaseMail = new PurchaseMailer(mail, products, accounts, baseUrl);
   const licenses = new LicenseService(new SqlLicenseRepository(store), units, products, purchaseMail, clock);
   products.bindLicenses(licenses);
-  const licenseTokens = new LicenseTokenService(new SqlLicenseTokenRepository(store), products, licenses, new SecretBox(secretKey, 'license-token-keys'), { clock });
+  const licenseTokens = new LicenseTokenService(new SqlLicenseTokenRepository(store), units, products, licenses, new SecretBox(secretKey, 'license-token-keys'), { clock });
   const productImages = new ProductImageService(new SqlProductImageRepository(store), units, products, accounts, clock);
   const portal = new PortalService(new SqlPortalRepository(store), units, mail, licenses, baseUrl, clock);
   return { store, clock, units, events, outbox, jobConsumers, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal };

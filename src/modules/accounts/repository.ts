@@ -1,4 +1,4 @@
-import type { Executor, Store } from '../../storage/index.ts';
+import type { Store } from '../../storage/index.ts';
 import { executorOf } from '../../storage/unit-of-work.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Account, AccountRepository } from './service.ts';
@@ -13,9 +13,8 @@ export class SqlAccountRepository implements AccountRepository {
     return this.store.db;
   }
 
-  async insert(account: Account): Promise<void> {
-    await this.store.write((tx: Executor) =>
-      tx.run(
+  async insert(unit: Unit, account: Account): Promise<void> {
+    await executorOf(unit).run(
         this.db.insertInto('accounts').values({
           id: account.id,
           email: account.email,
@@ -23,7 +22,6 @@ export class SqlAccountRepository implements AccountRepository {
           plan: account.plan,
           created_at: account.createdAt,
         }),
-      ),
     );
   }
 
@@ -37,8 +35,8 @@ export class SqlAccountRepository implements AccountRepository {
     return row && toAccount(row);
   }
 
-  async setPlan(id: string, plan: Account['plan']): Promise<number> {
-    return this.store.write((tx) => tx.run(this.db.updateTable('accounts').set({ plan }).where('id', '=', id)));
+  setPlan(unit: Unit, id: string, plan: Account['plan']): Promise<number> {
+    return executorOf(unit).run(this.db.updateTable('accounts').set({ plan }).where('id', '=', id));
   }
 
   async count(): Promise<number> {

@@ -2,7 +2,7 @@ import { hash, verify } from '@node-rs/argon2';
 import { AppError, invalidRequest } from '../../core/errors.ts';
 import { isValidEmail, normalizeEmail } from '../../core/email.ts';
 import { newUserId } from '../../core/ids.ts';
-import type { Unit } from '../../core/unit-of-work.ts';
+import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 
 export type Plan = 'free' | 'plus';
 export const PLANS: readonly Plan[] = ['free', 'plus'];
@@ -16,10 +16,10 @@ export interface Account {
 }
 
 export interface AccountRepository {
-  insert(account: Account): Promise<void>;
+  insert(unit: Unit, account: Account): Promise<void>;
   findByEmail(email: string): Promise<Account | undefined>;
   findById(id: string, unit?: Unit): Promise<Account | undefined>;
-  setPlan(id: string, plan: Plan): Promise<number>;
+  setPlan(unit: Unit, id: string, plan: Plan): Promise<number>;
   count(): Promise<number>;
 }
 
@@ -29,6 +29,7 @@ const MIN_PASSWORD = 8;
 export class AccountService {
   constructor(
     private readonly repo: AccountRepository,
+    private readonly units: UnitRunner,
     private readonly clock: () => number = Date.now,
   ) {}
 
@@ -43,7 +44,7 @@ export class AccountService {
     }
     // argon2id with the library's defaults (19 MiB, t=2), the OWASP baseline.
     const account: Account = { id: newUserId(), email, passwordHash: await hash(input.password), plan, createdAt: this.clock() };
-    await this.repo.insert(account);
+    await this.units.run((unit) => this.repo.insert(unit, account));
     return account;
   }
 
@@ -56,7 +57,7 @@ export class AccountService {
   async setPlan(email: string, plan: string): Promise<Account> {
     if (!PLANS.includes(plan as Plan)) throw invalidRequest('plan', `must be one of ${PLANS.join(', ')}`);
     const account = await this.requireByEmail(email);
-    await this.repo.setPlan(account.id, plan as Plan);
+    await this.units.run((unit) => this.repo.setPlan(unit, account.id, plan as Plan));
     return { ...account, plan: plan as Plan };
   }
 

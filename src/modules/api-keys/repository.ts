@@ -2,6 +2,8 @@ import { Prepared } from '../../storage/prepared.ts';
 import type { Store } from '../../storage/index.ts';
 import type { ApiKeyRow } from '../../storage/schema.ts';
 import type { ApiKey, ApiKeyRepository } from './service.ts';
+import { executorOf } from '../../storage/unit-of-work.ts';
+import type { Unit } from '../../core/unit-of-work.ts';
 
 const toApiKey = (r: ApiKeyRow): ApiKey => ({
   id: r.id,
@@ -24,9 +26,8 @@ export class SqlApiKeyRepository implements ApiKeyRepository {
     );
   }
 
-  async insert(k: ApiKey): Promise<void> {
-    await this.store.write((tx) =>
-      tx.run(
+  async insert(unit: Unit, k: ApiKey): Promise<void> {
+    await executorOf(unit).run(
         this.store.db.insertInto('api_keys').values({
           id: k.id,
           user_id: k.userId,
@@ -37,7 +38,6 @@ export class SqlApiKeyRepository implements ApiKeyRepository {
           last_used_at: k.lastUsedAt,
           revoked_at: k.revokedAt,
         }),
-      ),
     );
   }
 
@@ -53,15 +53,13 @@ export class SqlApiKeyRepository implements ApiKeyRepository {
     return rows.map(toApiKey);
   }
 
-  revoke(userId: string, id: string, at: number): Promise<number> {
-    return this.store.write((tx) =>
-      tx.run(
-        this.store.db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('user_id', '=', userId).where('revoked_at', 'is', null),
-      ),
+  revoke(unit: Unit, userId: string, id: string, at: number): Promise<number> {
+    return executorOf(unit).run(
+      this.store.db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('user_id', '=', userId).where('revoked_at', 'is', null),
     );
   }
 
-  async touch(id: string, at: number): Promise<void> {
-    await this.store.write((tx) => tx.run(this.store.db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id)));
+  async touch(unit: Unit, id: string, at: number): Promise<void> {
+    await executorOf(unit).run(this.store.db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id));
   }
 }

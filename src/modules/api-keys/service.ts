@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../../core/errors.ts';
 import { newApiKeyId, randomBase62 } from '../../core/ids.ts';
 import { apiKeyPrincipal, type Principal } from '../../core/principal.ts';
+import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 
 export interface ApiKey {
   id: string;
@@ -15,11 +16,11 @@ export interface ApiKey {
 }
 
 export interface ApiKeyRepository {
-  insert(key: ApiKey): Promise<void>;
+  insert(unit: Unit, key: ApiKey): Promise<void>;
   findByHash(hash: string): Promise<ApiKey | undefined>;
   listByUser(userId: string): Promise<ApiKey[]>;
-  revoke(userId: string, id: string, at: number): Promise<number>;
-  touch(id: string, at: number): Promise<void>;
+  revoke(unit: Unit, userId: string, id: string, at: number): Promise<number>;
+  touch(unit: Unit, id: string, at: number): Promise<void>;
 }
 
 const KEY_PATTERN = /^sk_[A-Za-z0-9]{32,128}$/;
@@ -35,6 +36,7 @@ export class ApiKeyService {
 
   constructor(
     private readonly repo: ApiKeyRepository,
+    private readonly units: UnitRunner,
     private readonly onBackgroundError: (error: unknown) => void = () => {},
     private readonly clock: () => number = Date.now,
   ) {}
@@ -51,7 +53,7 @@ export class ApiKeyService {
       lastUsedAt: null,
       revokedAt: null,
     };
-    await this.repo.insert(key);
+    await this.units.run((unit) => this.repo.insert(unit, key));
     return { key, secret };
   }
 
@@ -60,7 +62,7 @@ export class ApiKeyService {
   }
 
   async revoke(principal: Principal, id: string): Promise<void> {
-    if ((await this.repo.revoke(principal.accountId, id, this.clock())) === 0) throw new AppError('not_found', 'API key not found.');
+    if ((await this.units.run((unit) => this.repo.revoke(unit, principal.accountId, id, this.clock()))) === 0) throw new AppError('not_found', 'API key not found.');
   }
 
   /** Resolves an `Authorization` header to its principal (account and key); 401 when absent, 403 when wrong. */
@@ -81,7 +83,7 @@ export class ApiKeyService {
     const now = this.clock();
     if (now - (this.lastTouched.get(id) ?? 0) < TOUCH_INTERVAL_MS) return;
     this.lastTouched.set(id, now);
-    this.repo.touch(id, now).catch(this.onBackgroundError);
+    this.units.run((unit) => this.repo.touch(unit, id, now)).catch(this.onBackgroundError);
   }
 }
 

@@ -3,6 +3,8 @@ import type { Store } from '../../storage/index.ts';
 import { bool, flag, type LicenseTokenConfigsTable } from '../../storage/schema.ts';
 import type { Selectable } from 'kysely';
 import type { LicenseTokenRepository, TokenConfig, TokenConfigFields } from './service.ts';
+import { executorOf } from '../../storage/unit-of-work.ts';
+import type { Unit } from '../../core/unit-of-work.ts';
 
 const toConfig = (r: Selectable<LicenseTokenConfigsTable>): TokenConfig => ({
   productId: r.product_id,
@@ -45,27 +47,26 @@ export class SqlLicenseTokenRepository implements LicenseTokenRepository {
     return row && Number(row.version);
   }
 
-  modify(productId: string, defaults: TokenConfigFields, change: (current: TokenConfigFields) => TokenConfigFields, updatedAt: number): Promise<TokenConfig> {
+  async modify(unit: Unit, productId: string, defaults: TokenConfigFields, change: (current: TokenConfigFields) => TokenConfigFields, updatedAt: number): Promise<TokenConfig> {
     const db = this.store.db;
-    return this.store.write(async (tx) => {
-      const row = await tx.first(
-        db.selectFrom('license_token_configs').selectAll().where('product_id', '=', productId).$if(this.store.lockRows, (q) => q.forUpdate()),
+    const tx = executorOf(unit);
+    const row = await tx.first(
+      db.selectFrom('license_token_configs').selectAll().where('product_id', '=', productId).$if(this.store.lockRows, (q) => q.forUpdate()),
+    );
+    const current = row ? toConfig(row) : undefined;
+    const next = change(current ?? defaults);
+    const version = (current?.version ?? 0) + 1;
+    if (current) {
+      await tx.run(db.updateTable('license_token_configs').set({ ...columns(next), version, updated_at: updatedAt }).where('product_id', '=', productId));
+    } else {
+      // Two first-time writers on PostgreSQL both see no row; the loser updates the winner's row instead of failing.
+      await tx.run(
+        db
+          .insertInto('license_token_configs')
+          .values({ product_id: productId, ...columns(next), version, updated_at: updatedAt })
+          .onConflict((oc) => oc.column('product_id').doUpdateSet({ ...columns(next), version: (eb) => eb('license_token_configs.version', '+', 1), updated_at: updatedAt })),
       );
-      const current = row ? toConfig(row) : undefined;
-      const next = change(current ?? defaults);
-      const version = (current?.version ?? 0) + 1;
-      if (current) {
-        await tx.run(db.updateTable('license_token_configs').set({ ...columns(next), version, updated_at: updatedAt }).where('product_id', '=', productId));
-      } else {
-        // Two first-time writers on PostgreSQL both see no row; the loser updates the winner's row instead of failing.
-        await tx.run(
-          db
-            .insertInto('license_token_configs')
-            .values({ product_id: productId, ...columns(next), version, updated_at: updatedAt })
-            .onConflict((oc) => oc.column('product_id').doUpdateSet({ ...columns(next), version: (eb) => eb('license_token_configs.version', '+', 1), updated_at: updatedAt })),
-        );
-      }
-      return { productId, ...next, version };
-    });
+    }
+    return { productId, ...next, version };
   }
 }

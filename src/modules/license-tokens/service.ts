@@ -1,5 +1,6 @@
 import { AppError, invalidRequest, notFound } from '../../core/errors.ts';
 import type { Principal } from '../../core/principal.ts';
+import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { SecretBox } from '../../core/secret-box.ts';
 import type { ProductService } from '../products/service.ts';
 import { failureError } from '../licenses/checks.ts';
@@ -32,7 +33,7 @@ export interface LicenseTokenRepository {
   /** The cheap question a cache asks to learn whether its copy is current. */
   version(productId: string): Promise<number | undefined>;
   /** Reads the config (defaults when none), applies `change` and saves it with the next version, atomically. */
-  modify(productId: string, defaults: TokenConfigFields, change: (current: TokenConfigFields) => TokenConfigFields, now: number): Promise<TokenConfig>;
+  modify(unit: Unit, productId: string, defaults: TokenConfigFields, change: (current: TokenConfigFields) => TokenConfigFields, now: number): Promise<TokenConfig>;
 }
 
 export interface TokenConfigView {
@@ -86,6 +87,7 @@ export class LicenseTokenService implements TokenIssuer {
 
   constructor(
     private readonly repo: LicenseTokenRepository,
+    private readonly units: UnitRunner,
     private readonly products: ProductService,
     private readonly licenses: LicenseService,
     private readonly box: SecretBox,
@@ -109,14 +111,14 @@ export class LicenseTokenService implements TokenIssuer {
     // never removed, so a product seen with one here still has it inside the unit.
     const hasKey = Boolean((await this.repo.get(productId))?.privateKeySealed);
     const fresh = input.enabled && !hasKey ? generateKeyPair() : undefined;
-    const saved = await this.repo.modify(productId, DEFAULTS, (current) => {
+    const saved = await this.units.run((unit) => this.repo.modify(unit, productId, DEFAULTS, (current) => {
       const next = { ...current };
       if (input.enabled !== undefined) next.enabled = input.enabled;
       if (input.validitySeconds !== undefined) next.validitySeconds = input.validitySeconds;
       if (input.exposePublicKey !== undefined) next.exposePublicKey = input.exposePublicKey;
       if (next.enabled && !next.privateKeySealed && fresh) Object.assign(next, this.keyFields(productId, fresh));
       return next;
-    }, this.clock());
+    }, this.clock()));
     this.signers.forget(productId);
     return view(saved);
   }
@@ -131,7 +133,7 @@ export class LicenseTokenService implements TokenIssuer {
     if (input.privateKeyPem !== undefined) material = importPrivateKeyPem(input.privateKeyPem);
     else if (input.copyFromProductId !== undefined) material = await this.copyable(principal, input.copyFromProductId);
     else material = generateKeyPair();
-    const saved = await this.repo.modify(productId, DEFAULTS, (current) => ({ ...current, ...this.keyFields(productId, material) }), this.clock());
+    const saved = await this.units.run((unit) => this.repo.modify(unit, productId, DEFAULTS, (current) => ({ ...current, ...this.keyFields(productId, material) }), this.clock()));
     this.signers.forget(productId);
     return view(saved);
   }

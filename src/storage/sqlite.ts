@@ -43,6 +43,32 @@ interface Job {
 
 type Outcome = { ok: boolean; value: unknown };
 
+/** A batch unit's executor: runs inside the batch's transaction while its unit is open, never after. */
+class UnitExecutor implements Executor {
+  open = true;
+
+  constructor(private readonly store: SqliteStore) {}
+
+  private guard(): void {
+    if (!this.open) throw new UnitMisuseError('a statement ran after its unit of work had ended (the unit had been failed for awaiting something else)');
+  }
+
+  async all<R>(query: Statement<R>): Promise<R[]> {
+    this.guard();
+    return this.store.runAll(query);
+  }
+
+  async first<R>(query: Statement<R>): Promise<R | undefined> {
+    this.guard();
+    return this.store.runAll(query)[0];
+  }
+
+  async run(query: Statement<unknown>): Promise<number> {
+    this.guard();
+    return this.store.runWrite(query);
+  }
+}
+
 /**
  * The embedded store: one better-sqlite3 connection in WAL mode with synchronous=FULL, so an
  * acknowledged write survives power loss. Writes are group-committed: every unit of work queued
@@ -64,6 +90,9 @@ export class SqliteStore implements Store {
   /** A write batch's transaction is open: reads from outside it wait for its end. */
   private batchOpen = false;
   private afterBatch: (() => void)[] = [];
+  /** Fails the unit of the batch that is running, if one is. */
+  private failRunningUnit: ((error: UnitMisuseError) => void) | undefined;
+  private stallWatch: NodeJS.Immediate | undefined;
 
   private constructor(file: string) {
     this.conn = new BetterSqlite3(file);
@@ -105,6 +134,7 @@ export class SqliteStore implements Store {
     try {
       this.conn.exec('BEGIN IMMEDIATE');
       this.batchOpen = true;
+      this.watchStall();
       for (const job of jobs) {
         this.conn.exec('SAVEPOINT unit');
         const outcome = await this.runUnit(job);
@@ -129,41 +159,48 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Runs one unit of the batch. Its statements are synchronous, so a unit that awaits only them
-   * settles within this event-loop turn. One still pending at the next turn awaits something
-   * else (a read through the store, which waits for this very batch; another unit; I/O; a
-   * timer): it would stall every read and write of the process, so it fails at once instead,
-   * and its executor is closed so nothing it does later runs outside the batch's transaction.
+   * Runs one unit of the batch. Its statements are synchronous, so a batch of units that await
+   * only them settles within one event-loop turn. A unit still pending at the next turn awaits
+   * something else (a read through the store, which waits for this very batch; another unit; I/O;
+   * a timer): it would stall every read and write of the process, so it fails at once instead, and
+   * its executor is closed so nothing it does later runs outside the batch's transaction. One
+   * timer per batch watches for that (`watchStall`), so a well-behaved unit pays no timer.
    */
-  private async runUnit(job: Job): Promise<Outcome> {
-    let open = true;
-    const guard = (): void => {
-      if (!open) throw new UnitMisuseError('a statement ran after its unit of work had ended (the unit had been failed for awaiting something else)');
-    };
-    const executor: Executor = {
-      all: async (query) => (guard(), this.runAll(query)),
-      first: async (query) => (guard(), this.runAll(query)[0]),
-      run: async (query) => (guard(), this.runWrite(query)),
-    };
-    let stall: NodeJS.Immediate | undefined;
-    const stalled = new Promise<never>((_, reject) => {
-      stall = setImmediate(() => reject(new UnitMisuseError(STALL_MESSAGE)));
+  private runUnit(job: Job): Promise<Outcome> {
+    return new Promise<Outcome>((resolve) => {
+      const executor = new UnitExecutor(this);
+      const end = (outcome: Outcome): void => {
+        if (!executor.open) return; // failed for stalling already: what the abandoned work does later is dropped
+        executor.open = false;
+        this.failRunningUnit = undefined;
+        resolve(outcome);
+      };
+      this.failRunningUnit = (error) => end({ ok: false, value: error });
+      try {
+        job.work(executor).then(
+          (value) => end({ ok: true, value }),
+          (value) => end({ ok: false, value }),
+        );
+      } catch (value) {
+        end({ ok: false, value });
+      }
     });
-    const work = (async () => job.work(executor))();
-    try {
-      return { ok: true, value: await Promise.race([work, stalled]) };
-    } catch (error) {
-      work.catch(() => {}); // abandoned: whatever it still does fails on the closed executor
-      return { ok: false, value: error };
-    } finally {
-      clearImmediate(stall);
-      open = false;
-    }
+  }
+
+  /** Fires on the turn after a batch began: a unit still running then has stalled (see runUnit). */
+  private watchStall(): void {
+    this.stallWatch = setImmediate(() => {
+      this.stallWatch = undefined;
+      this.failRunningUnit?.(new UnitMisuseError(STALL_MESSAGE));
+      if (this.batchOpen) this.watchStall(); // the rest of the batch runs on later turns now
+    });
   }
 
   /** Lets the reads that arrived during the batch run, now that it is committed or rolled back. */
   private endBatch(): void {
     this.batchOpen = false;
+    clearImmediate(this.stallWatch);
+    this.stallWatch = undefined;
     const waiting = this.afterBatch;
     this.afterBatch = [];
     for (const resume of waiting) resume();
@@ -214,7 +251,8 @@ export class SqliteStore implements Store {
   };
 
   // better-sqlite3 is synchronous; executors wrap results so repositories are store-agnostic.
-  private runAll<R>(query: Statement<R>): R[] {
+  // Not part of Store: for this store's own executors (the read executor and UnitExecutor).
+  runAll<R>(query: Statement<R>): R[] {
     const { sql, parameters } = toSqlQuery(query);
     const { stmt, row, readonly } = this.statement(sql);
     // A write outside `write` (or a RETURNING) commits on its own, as it always did.
@@ -225,7 +263,7 @@ export class SqliteStore implements Store {
     return [];
   }
 
-  private runWrite(query: Statement<unknown>): number {
+  runWrite(query: Statement<unknown>): number {
     const { sql, parameters } = toSqlQuery(query);
     this.endRead();
     return this.statement(sql).stmt.run(...parameters).changes;

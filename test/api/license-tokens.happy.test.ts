@@ -1,15 +1,16 @@
 import { calculateJwkThumbprint, decodeProtectedHeader, exportJWK, generateKeyPair as joseKeyPair, exportPKCS8 } from 'jose';
 import { expect, it } from 'vitest';
 import { buildApp } from '../../src/app.ts';
-import { createServices } from '../../src/services.ts';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
 import {
   configureTokens,
   getPublicKey,
   getTokenConfig,
+  manualClock,
   publicActivate,
   refreshToken,
   replaceKeyPair,
+  servicesWithTokenOptions,
   verifyWithJwk,
 } from '../support/license-tokens.ts';
 import { forEachStore } from '../support/stores.ts';
@@ -191,16 +192,25 @@ forEachStore('license tokens', (kind) => {
     await configureTokens(ctx, t, p.id);
     await publicActivate(ctx, l.key, p.id);
     const store = await ctx.database.open();
-    const other = await buildApp({ config: ctx.config, services: createServices(store, ctx.config.secretKey), logger: false });
+    // The other process keeps the default interval (1 s); its clock moves only when the test says.
+    const REVALIDATE_MS = 1000;
+    const clock = manualClock();
+    const other = await buildApp({ config: ctx.config, services: servicesWithTokenOptions(store, ctx.config.secretKey, { clock: clock.now }), logger: false });
     try {
       const viaOther = () => other.inject({ method: 'POST', url: '/api/v1/public/licenses/token', payload: { licenseKey: l.key, deviceIdentifier: 'dev-1', productId: p.id } });
-      const first = (await viaOther()).json();
+      const kidViaOther = async () => decodeProtectedHeader((await viaOther()).json().token).kid;
+      const first = await kidViaOther(); // caches the signer
       const rotated = (await replaceKeyPair(ctx, t, p.id)).body;
-      expect(decodeProtectedHeader(first.token).kid).not.toBe(rotated.keyId);
-      await new Promise((r) => setTimeout(r, 1100));
-      expect(decodeProtectedHeader((await viaOther()).json().token).kid).toBe(rotated.keyId);
+      expect(first).not.toBe(rotated.keyId);
+      // Within the interval the other process still trusts its cached key (what the bound is about)...
+      clock.advance(REVALIDATE_MS - 1);
+      expect(await kidViaOther()).toBe(first);
+      // ...and at the end of it, it asks the store and follows the rotation.
+      clock.advance(1);
+      expect(await kidViaOther()).toBe(rotated.keyId);
+
       await configureTokens(ctx, t, p.id, { enabled: false });
-      await new Promise((r) => setTimeout(r, 1100));
+      clock.advance(REVALIDATE_MS);
       expect((await viaOther()).json()).toMatchObject({ error: { code: 'license_tokens_disabled' } });
     } finally {
       await other.close();

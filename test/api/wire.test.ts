@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import vm from 'node:vm';
 import { expect, it } from 'vitest';
 import { buildApp } from '../../src/app.ts';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
@@ -43,15 +44,44 @@ forEachStore('wire format quirks of the SDKs in the field', (kind) => {
     expect(err.headers['content-type']).toBe('application/json; charset=utf-8');
   });
 
-  it('rejects prototype pollution attempts in JSON bodies', async () => {
-    const res = await ctx.app.inject({
-      method: 'POST',
-      url: '/api/v1/public/licenses/validate',
-      headers: { 'content-type': 'application/json' },
-      payload: '{"licenseKey":"K","deviceIdentifier":"d","productId":"p","__proto__":{"polluted":true}}',
-    });
-    expect(res.statusCode).toBe(400);
+  // Raw text, not a JS object literal: `{ __proto__: ... }` in a literal sets the prototype and
+  // JSON.stringify drops it, so such a test would never send the attack at all.
+  const poisoned = [
+    '{"name":"Poisoned","__proto__":{"polluted":true}}',
+    '{"name":"Poisoned","constructor":{"prototype":{"polluted":true}}}',
+    '{"name":"Poisoned","nested":{"__proto__":{"polluted":true}}}',
+  ];
+
+  it('the poisoned bodies would pollute Object.prototype if parsed and merged naively', () => {
+    // The payloads are real: in a fresh realm (so this process stays clean), JSON.parse plus the
+    // textbook recursive merge pollutes every object. The API must never get that far.
+    const realm = vm.createContext({ bodies: poisoned });
+    const polluted = vm.runInContext(
+      `const merge = (target, source) => {
+         for (const key of Object.keys(source)) {
+           if (source[key] && typeof source[key] === 'object') merge(target[key] ??= {}, source[key]);
+           else target[key] = source[key];
+         }
+         return target;
+       };
+       bodies.map((body) => { merge({}, JSON.parse(body)); const hit = ({}).polluted === true; delete Object.prototype.polluted; return hit; });`,
+      realm,
+    );
+    expect(polluted).toEqual([true, true, true]);
+  });
+
+  it.each(poisoned)('refuses the poisoned body %s: a 400, nothing stored, Object.prototype clean', async (payload) => {
+    const t = await createTenant(ctx);
+    for (const url of ['/api/v1/products', '/api/v1/public/licenses/validate']) {
+      const res = await ctx.app.inject({ method: 'POST', url, headers: { ...t.auth, 'content-type': 'application/json' }, payload });
+      expect(res.statusCode, url).toBe(400);
+      expect(JSON.parse(res.body), url).toEqual({ error: { code: 'invalid_request', message: 'The request body is not valid JSON.' } });
+    }
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(Object.prototype).not.toHaveProperty('polluted');
+    // Nothing was created from the body: the tenant still has no product, and no row anywhere has the name.
+    expect((await call(ctx, { method: 'GET', url: '/api/v1/products', headers: t.auth })).body).toEqual([]);
+    expect(await ctx.store.read.all(ctx.store.db.selectFrom('products').select('id').where('name', '=', 'Poisoned'))).toEqual([]);
   });
 });
 
@@ -68,7 +98,9 @@ forEachStore('rate limits', (kind) => {
     }
     expect(statuses).toEqual([200, 200, 200, 429]);
     expect(last!.body.error.code).toBe('rate_limited');
-    expect(Number(last!.headers['retry-after'])).toBeGreaterThan(0);
+    // Seconds until the one-minute window (which began with this test's first request) ends.
+    expect(Number(last!.headers['retry-after'])).toBeGreaterThan(50);
+    expect(Number(last!.headers['retry-after'])).toBeLessThanOrEqual(60);
   });
 
   it('limits the server API per account, not per address', async () => {

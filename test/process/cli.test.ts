@@ -26,7 +26,8 @@ forEachStore('operator CLI', (kind) => {
     const revoked = await runCli(db.env, ['api-key', 'revoke', '--email', 'owner@example.com', '--id', key.json.id]);
     expect(revoked.json).toEqual({ id: key.json.id, revoked: true });
     const after = await runCli(db.env, ['api-key', 'list', '--email', 'owner@example.com']);
-    expect(after.json.data[0].revokedAt).not.toBeNull();
+    expect(after.json.data).toEqual([{ ...list.json.data[0], revokedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) }]);
+    expect(Date.parse(after.json.data[0].revokedAt)).toBeGreaterThanOrEqual(Date.parse(after.json.data[0].createdAt));
 
     const plan = await runCli(db.env, ['account', 'set-plan', '--email', 'owner@example.com', '--plan', 'free']);
     expect(plan.json.plan).toBe('free');

@@ -2,6 +2,14 @@ import { expect, it } from 'vitest';
 import { openStore } from '../../src/storage/index.ts';
 import { createTestDatabase, forEachStore } from '../support/stores.ts';
 import { postJson, runCli, startServer } from '../support/server-process.ts';
+import { waitFor } from '../support/wait.ts';
+
+const REQUESTS = 50;
+
+/** How many activation requests the server has logged as received ("incoming request") in `output`. */
+function activationsReceived(output: string): number {
+  return output.split('\n').filter((line) => line.includes('"msg":"incoming request"') && line.includes('"url":"/api/v1/public/licenses/activate"')).length;
+}
 
 async function seed(env: Record<string, string | undefined>, url: string) {
   await runCli(env, ['account', 'create', '--email', 'ops@example.com', '--password', 'long enough password']);
@@ -32,8 +40,8 @@ forEachStore('crash safety', (kind) => {
         }
       };
       const workers = Array.from({ length: 20 }, worker);
-      while (acknowledged.length < 300) await new Promise((r) => setTimeout(r, 10));
-      await server.stop('SIGKILL');
+      await waitFor(() => acknowledged.length >= 300, { timeoutMs: 30_000, message: '300 acknowledged activations' });
+      expect(await server.stop('SIGKILL')).toBeNull(); // killed by the signal, not exited
       await Promise.all(workers);
 
       const store = await openStore({ dataDir: database.env.DATA_DIR, databaseUrl: database.env.DATABASE_URL });
@@ -53,32 +61,47 @@ forEachStore('crash safety', (kind) => {
     const server = await startServer(database.env);
     try {
       const { productId, key } = await seed(database.env, server.url);
-      const inFlight = Array.from({ length: 50 }, (_, i) =>
+      const inFlight = Array.from({ length: REQUESTS }, (_, i) =>
         postJson(`${server.url}/api/v1/public/licenses/activate`, { licenseKey: key, productId, deviceIdentifier: `d${i}`, deviceName: 'n' }),
       );
-      // Let the requests reach the server, then ask it to stop while they are being answered.
-      await new Promise((r) => setTimeout(r, 20));
+      // Signal once the server has taken some of them in (its request log says so), while the rest
+      // are still arriving or being served.
+      await waitFor(() => activationsReceived(server.output()) >= 10, { timeoutMs: 10_000, message: 'the server receiving 10 activations' });
       const exit = server.stop('SIGTERM');
       const answers = await Promise.allSettled(inFlight);
       expect(await exit).toBe(0);
-      expect(server.output()).toContain('shut down cleanly');
-      const ok = answers.filter((a) => a.status === 'fulfilled' && a.value.status === 200).length;
+      const output = server.output();
+      expect(output).toContain('shut down cleanly');
+      const signalAt = output.indexOf('shutting down: finishing in-flight requests');
+      expect(signalAt).toBeGreaterThan(-1);
+
+      // Each answer is committed (200), refused before any work (503, error model), or the request
+      // never reached the server (sent after the listener closed, or on a keep-alive socket closed
+      // while idle). Nothing else: no 500, no connection cut off half-way through a request.
+      const outcomes = answers.map((a) => {
+        if (a.status === 'fulfilled') {
+          if (a.value.status === 200) return 'committed';
+          if (a.value.status === 503 && a.value.body?.error?.code === 'service_unavailable') return 'refused';
+          return `unexpected answer ${a.value.status} ${JSON.stringify(a.value.body)}`;
+        }
+        const code = (a.reason as { cause?: { code?: string } }).cause?.code;
+        return ['ECONNREFUSED', 'ECONNRESET', 'UND_ERR_SOCKET'].includes(code!) ? 'not received' : `unexpected error ${code}`;
+      });
+      expect(outcomes.filter((o) => o.startsWith('unexpected'))).toEqual([]);
+      const count = (outcome: string) => outcomes.filter((o) => o === outcome).length;
+      // Every request the server took in was answered.
+      expect(count('committed') + count('refused')).toBe(activationsReceived(output));
+      // Those it had taken in before the signal were in flight when it came: all of them finished.
+      const receivedBeforeSignal = activationsReceived(output.slice(0, signalAt));
+      expect(receivedBeforeSignal).toBeGreaterThanOrEqual(10);
+      expect(count('committed')).toBeGreaterThanOrEqual(receivedBeforeSignal);
+
+      // Exactly the acknowledged activations are stored.
       const store = await openStore({ dataDir: database.env.DATA_DIR, databaseUrl: database.env.DATABASE_URL });
       const rows = await store.read.all(store.db.selectFrom('devices').select('identifier').where('license_key', '=', key));
       await store.close();
-      // Every request the server received was answered: committed (200) or refused before any
-      // work (503, error model); none was cut off half-way, and exactly the acknowledged ones are stored.
-      expect(rows.length).toBe(ok);
-      expect(ok).toBeGreaterThan(0);
-      for (const a of answers) {
-        if (a.status === 'fulfilled') {
-          if (a.value.status !== 200) expect(a.value).toMatchObject({ status: 503, body: { error: { code: 'service_unavailable' } } });
-        } else {
-          // Sent after the listener closed, or on a keep-alive socket closed while idle: never received.
-          const code = (a.reason as { cause?: { code?: string } }).cause?.code;
-          expect(['ECONNREFUSED', 'ECONNRESET', 'UND_ERR_SOCKET']).toContain(code);
-        }
-      }
+      const acknowledged = outcomes.flatMap((o, i) => (o === 'committed' ? [`d${i}`] : []));
+      expect(rows.map((r) => r.identifier).sort()).toEqual(acknowledged.sort());
     } finally {
       await server.stop('SIGKILL');
       await database.drop();
@@ -90,9 +113,8 @@ it('logs how to create the first account on a start with none', async () => {
   const database = await createTestDatabase('sqlite');
   const server = await startServer(database.env);
   try {
-    // The hint follows the "listening" line: give it a moment.
-    for (let i = 0; i < 50 && !/No account yet/.test(server.output()); i++) await new Promise((r) => setTimeout(r, 100));
-    expect(server.output()).toMatch(/No account yet/);
+    // The hint follows the "listening" line.
+    await waitFor(() => /No account yet/.test(server.output()), { timeoutMs: 5000, message: 'the first-account hint' });
   } finally {
     await server.stop();
     await database.drop();

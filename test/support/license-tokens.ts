@@ -1,4 +1,9 @@
 import { importJWK, type JWK, jwtVerify } from 'jose';
+import { SecretBox } from '../../src/core/secret-box.ts';
+import { SqlLicenseTokenRepository } from '../../src/modules/license-tokens/repository.ts';
+import { LicenseTokenService, type LicenseTokenServiceOptions } from '../../src/modules/license-tokens/service.ts';
+import { createServices, type Services } from '../../src/services.ts';
+import type { Store } from '../../src/storage/index.ts';
 import { call, type Tenant, type TestContext } from './app.ts';
 
 /** Sets a product's token config over the server API and returns the config. */
@@ -26,4 +31,27 @@ export const getPublicKey = (ctx: TestContext, productId: string) =>
 /** Verifies a token the way any client would: jose, given only the published JWK. */
 export async function verifyWithJwk(token: string, jwk: JWK) {
   return jwtVerify(token, await importJWK(jwk, 'ES256'), { algorithms: ['ES256'] });
+}
+
+/**
+ * The services of another server process on `store`, with the token service's clock (and
+ * optionally its revalidation interval) under the test's control: createServices takes no
+ * LicenseTokenService options, so its token service is swapped for one built the same way.
+ */
+export function servicesWithTokenOptions(store: Store, secretKey: Buffer, options: LicenseTokenServiceOptions): Services {
+  const services = createServices(store, secretKey);
+  const licenseTokens = new LicenseTokenService(
+    new SqlLicenseTokenRepository(store),
+    services.products,
+    services.licenses,
+    new SecretBox(secretKey, 'license-token-keys'),
+    options,
+  );
+  return { ...services, licenseTokens };
+}
+
+/** A clock that moves only when told to. */
+export function manualClock(start = Date.now()) {
+  let now = start;
+  return { now: () => now, advance: (ms: number) => void (now += ms) };
 }

@@ -42,6 +42,7 @@ export function servicesWithTokenOptions(store: Store, secretKey: Buffer, option
   const services = createServices(store, secretKey);
   const licenseTokens = new LicenseTokenService(
     new SqlLicenseTokenRepository(store),
+    services.units,
     services.products,
     services.licenses,
     new SecretBox(secretKey, 'license-token-keys'),

@@ -39,6 +39,9 @@ const STATUS: Record<ErrorCode, number> = {
   service_unavailable: 503,
 };
 
+/** Every code the service answers with (the SDKs' generated wire types are built from this list). */
+export const ERROR_CODES = Object.keys(STATUS) as ErrorCode[];
+
 export interface Issue {
   path: string;
   message: string;

@@ -1,5 +1,6 @@
 import { type ApiError, type ApiResult, type HttpOptions, isTransportError, request } from './http.js';
 import { MemoryTokenStorage, type TokenStorage } from './storage.js';
+import type { WireDevice, WirePublicLicense, WireValidationReason } from './wire.generated.js';
 import { decodeClaims, type PublicJwk, type TokenClaims, type TokenFailure, type TokenVerification, type VerifyingSubtleCrypto, verifyLicenseToken } from './token.js';
 
 const DAY_SECONDS = 86_400;
@@ -40,21 +41,9 @@ export interface DeviceRef {
   deviceIdentifier: string;
 }
 
-export interface Device {
-  identifier: string;
-  name: string;
-  activationDate: string;
-}
+export type Device = WireDevice;
 
-export interface PublicLicense {
-  key: string;
-  productId: string;
-  type: 'perpetual' | 'timed';
-  revoked: boolean;
-  maxDevices: number;
-  expiresAt: string | null;
-  createdAt: string;
-}
+export type PublicLicense = WirePublicLicense;
 
 export interface Activation {
   isValid: true;
@@ -65,7 +54,7 @@ export interface Activation {
   license: PublicLicense;
 }
 
-export type ValidationReason = 'not_found' | 'product_mismatch' | 'revoked' | 'expired' | 'device_not_activated';
+export type ValidationReason = WireValidationReason;
 
 export type Validation =
   | { isValid: true; status: 'active' | 'fallbacked'; device: Device; license: PublicLicense }

@@ -1,16 +1,8 @@
-/** Error codes the service answers with (decisions.md), plus the ones a client meets on the way. */
+import type { ServerErrorCode } from './wire.generated.js';
+
+/** Error codes the service answers with (generated from the server), plus the ones a client meets on the way. */
 export type ApiErrorCode =
-  | 'invalid_request'
-  | 'invalid_license'
-  | 'license_revoked'
-  | 'license_expired'
-  | 'max_devices_reached'
-  | 'license_tokens_disabled'
-  | 'not_found'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'rate_limited'
-  | 'internal_error'
+  | ServerErrorCode
   /** The server could not be reached (DNS, refused, offline). */
   | 'network_error'
   /** No answer within `timeoutMs`. */

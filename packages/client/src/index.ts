@@ -6,3 +6,5 @@ export { MemoryTokenStorage, WebStorageTokenStorage } from './storage.js';
 export type { TokenStorage, WebStorage } from './storage.js';
 export { decodeClaims, verifyLicenseToken } from './token.js';
 export type { PublicJwk, TokenClaims, TokenFailure, TokenVerification, VerifyingKey, VerifyingSubtleCrypto, VerifyOptions } from './token.js';
+export { SERVER_ERROR_CODES } from './wire.generated.js';
+export type { ServerErrorCode } from './wire.generated.js';

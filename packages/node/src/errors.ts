@@ -1,19 +1,8 @@
+import type { ServerErrorCode } from './wire.generated.js';
+
+/** The service's codes (generated from the server) and those of a call that got no usable answer. */
 export type TesseraErrorCode =
-  | 'invalid_request'
-  | 'invalid_license'
-  | 'license_revoked'
-  | 'license_expired'
-  | 'max_devices_reached'
-  | 'license_tokens_disabled'
-  | 'missing_api_key'
-  | 'invalid_api_key'
-  | 'plan_required'
-  | 'not_found'
-  | 'product_has_licenses'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'rate_limited'
-  | 'internal_error'
+  | ServerErrorCode
   /** No answer: the server could not be reached. */
   | 'network_error'
   | 'timeout'

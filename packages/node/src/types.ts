@@ -1,22 +1,10 @@
-/** Wire types of the Tessera server API (decisions.md); timestamps are ISO 8601 UTC strings. */
+/**
+ * Types of the Tessera server API (decisions.md); timestamps are ISO 8601 UTC strings. The shapes
+ * the server answers with come from wire.generated.ts (generated from the server's schemas).
+ */
+import type { WireDevice, WireLicense, WireLicensePage, WireLicenseStatus, WirePortalSession, WireProduct, WireServerValidation } from './wire.generated.js';
 
-export interface Product {
-  id: string;
-  userId: string;
-  name: string;
-  description: string;
-  supportEmail: string | null;
-  createdAt: string;
-  portalShow: boolean;
-  portalAllowDeviceReset: boolean;
-  hasImage: boolean;
-  fallbackEnabled: boolean;
-  portalDeviceResetLimit: number;
-  portalDeviceResetWindowDays: number;
-  purchaseNote: string | null;
-  actionButtonText: string | null;
-  actionButtonUrl: string | null;
-}
+export type Product = WireProduct;
 
 export interface ProductFields {
   name: string;
@@ -35,27 +23,12 @@ export interface ProductFields {
   portalDeviceResetWindowDays?: number;
 }
 
-export interface Device {
-  identifier: string;
-  name: string;
-  activationDate: string;
-}
+export type Device = WireDevice;
 
 export type LicenseType = 'perpetual' | 'timed';
-export type LicenseStatus = 'active' | 'expired' | 'revoked' | 'fallbacked';
+export type LicenseStatus = WireLicenseStatus;
 
-export interface License {
-  key: string;
-  userId: string;
-  productId: string;
-  type: LicenseType;
-  expiresAt: string | null;
-  revoked: boolean;
-  email: string | null;
-  maxDevices: number;
-  activeDevices: Device[];
-  createdAt: string;
-}
+export type License = WireLicense;
 
 export interface CreateLicenseInput {
   productId: string;
@@ -76,17 +49,9 @@ export interface UpdateLicenseInput {
   revoked?: boolean;
 }
 
-export interface LicensePage {
-  data: License[];
-  nextCursor: string | null;
-}
+export type LicensePage = WireLicensePage;
 
-export interface LicenseValidation {
-  isValid: boolean;
-  status: LicenseStatus;
-  device: Device | null;
-  license: License;
-}
+export type LicenseValidation = WireServerValidation;
 
 export interface PublicJwk {
   kty: 'EC';
@@ -113,8 +78,4 @@ export interface LicenseTokenConfigInput {
   exposePublicKey?: boolean;
 }
 
-export interface PortalSession {
-  /** Opens the customer portal for that address, showing only this account's products. */
-  url: string;
-  expiresAt: string;
-}
+export type PortalSession = WirePortalSession;

@@ -61,7 +61,7 @@ export async function generateSdkWire(): Promise<string> {
   const app = await buildApp({ config, services: createServices(store, config.secretKey), logger: false });
   try {
     await app.ready();
-    const doc = app.swagger() as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: Schema }> }> }>>; components: { schemas: Record<string, Schema> } };
+    const doc = app.swagger() as unknown as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: Schema }> }> }>>; components: { schemas: Record<string, Schema> } };
     const ok = (path: string, method: string): Schema => doc.paths[`/api/v1${path}`]![method]!.responses['200']!.content!['application/json']!.schema;
     const publicValidation = ok('/public/licenses/validate', 'post');
     const serverValidation = ok('/licenses/validate', 'post');

@@ -4,20 +4,19 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { requireApiKey } from './http/auth.ts';
-import { allowCrossOriginPublicApi } from './http/cors.ts';
 import { refuseWhileClosing, registerErrorHandling } from './http/errors.ts';
 import { JSON_BODY_LIMIT, registerJsonBody } from './http/json-body.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { type MailOptions, registerOutboxWorker } from './modules/mail/plugin.ts';
 import { Csrf } from './modules/portal/csrf.ts';
 import { portalApiRoutes, portalRoutes } from './modules/portal/routes.ts';
-import { productImageRoutes, publicProductImageRoutes } from './modules/product-images/routes.ts';
-import { licenseTokenRoutes, publicLicenseTokenRoutes } from './modules/license-tokens/routes.ts';
+import { productImageRoutes } from './modules/product-images/routes.ts';
+import { licenseTokenRoutes } from './modules/license-tokens/routes.ts';
 import { LicenseBody } from './modules/licenses/schemas.ts';
 import { licenseRoutes } from './modules/licenses/routes.ts';
 import { ProductBody } from './modules/products/schemas.ts';
 import { productRoutes } from './modules/products/routes.ts';
-import { publicRoutes } from './modules/public/routes.ts';
+import { publicApi } from './modules/public/scope.ts';
 import type { Services } from './services.ts';
 
 export interface AppOptions {
@@ -54,7 +53,6 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   registerErrorHandling(app);
   refuseWhileClosing(app);
   registerJsonBody(app);
-  allowCrossOriginPublicApi(app);
 
   await app.register(swagger, {
     openapi: {
@@ -92,10 +90,12 @@ export async function buildApp({ config, services, logger = true, logStream, mai
 
   await app.register(
     async (api) => {
-      const publicLimit = limits.enabled && { max: limits.publicPerMinute, timeWindow: MINUTE };
-      await api.register(publicRoutes, { licenses: services.licenses, tokens: services.licenseTokens, rateLimit: publicLimit });
-      await api.register(publicLicenseTokenRoutes, { tokens: services.licenseTokens, rateLimit: publicLimit });
-      await api.register(publicProductImageRoutes, { images: services.productImages, rateLimit: publicLimit });
+      await api.register(publicApi, {
+        licenses: services.licenses,
+        tokens: services.licenseTokens,
+        images: services.productImages,
+        perClientPerMinute: limits.enabled && limits.publicPerMinute,
+      });
       await api.register(async (server) => {
         requireApiKey(server, services.apiKeys);
         if (limits.enabled) {

@@ -36,3 +36,28 @@ forEachStore('cross-origin calls', (kind) => {
     expect(preflight.headers['access-control-allow-origin']).toBeUndefined();
   });
 });
+
+forEachStore('the public API scope', (kind) => {
+  const ctx = useTestApp(kind);
+  const origin = { origin: 'https://app.example.com' };
+
+  it('puts its CORS headers on every public operation and on no server-API operation', async () => {
+    const doc = (await call(ctx, { method: 'GET', url: '/api/v1/openapi.json' })).body as { paths: Record<string, Record<string, unknown>> };
+    const operations = Object.entries(doc.paths).flatMap(([path, methods]) => Object.keys(methods).map((method) => ({ path, method: method.toUpperCase() })));
+    expect(operations.filter((o) => o.path.startsWith('/api/v1/public/')).length).toBeGreaterThanOrEqual(6);
+    for (const { path, method } of operations) {
+      const url = path.replace('{productId}', 'p_unknown').replace('{deviceId}', 'd');
+      const res = await call(ctx, { method: method as 'GET', url, headers: origin, ...(method === 'GET' ? {} : { json: {} }) });
+      const isPublic = path.startsWith('/api/v1/public/');
+      expect(res.headers['access-control-allow-origin'], `${method} ${path}`).toBe(isPublic ? '*' : undefined);
+    }
+  });
+
+  it('answers preflights on paths with parameters too', async () => {
+    for (const url of ['/api/v1/public/products/p_x/image', '/api/v1/public/products/p_x/license-token/public-key', '/api/v1/public/licenses/device']) {
+      const res = await call(ctx, { method: 'OPTIONS', url, headers: { ...origin, 'access-control-request-method': 'GET' } });
+      expect(res.status, url).toBe(204);
+      expect(res.headers['access-control-max-age']).toBe('86400');
+    }
+  });
+});

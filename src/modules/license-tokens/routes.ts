@@ -49,21 +49,13 @@ export const licenseTokenRoutes: FastifyPluginAsyncTypebox<{ tokens: LicenseToke
   );
 };
 
-export interface PublicTokenRoutesOptions {
-  tokens: LicenseTokenService;
-  /** Per-client limit for each public route, or false when limits are off. */
-  rateLimit: false | { max: number; timeWindow: number };
-}
-
-/** Public API: token refresh and the verification key, rate-limited like the other public routes. */
-export const publicLicenseTokenRoutes: FastifyPluginAsyncTypebox<PublicTokenRoutesOptions> = async (app, { tokens, rateLimit }) => {
-  const config = (rateLimit ? { rateLimit } : {}) as { rateLimit: { max: number; timeWindow: number } };
+/** Public API (registered in its scope, modules/public/scope.ts): token refresh and the verification key. */
+export const publicLicenseTokenRoutes: FastifyPluginAsyncTypebox<{ tokens: LicenseTokenService }> = async (app, { tokens }) => {
   const publicTags = ['Public'];
 
   app.post(
     '/public/licenses/token',
     {
-      config,
       schema: {
         tags: publicTags,
         summary: 'Get a fresh license token for an activated device',
@@ -80,7 +72,6 @@ export const publicLicenseTokenRoutes: FastifyPluginAsyncTypebox<PublicTokenRout
   app.get(
     '/public/products/:productId/license-token/public-key',
     {
-      config,
       schema: {
         tags: publicTags,
         summary: "A product's token verification key",

@@ -57,15 +57,11 @@ export const productImageRoutes: FastifyPluginAsyncTypebox<{ images: ProductImag
   );
 };
 
-/** Public: the image at a stable URL (purchase e-mails link to it), cacheable and revalidated by ETag. */
-export const publicProductImageRoutes: FastifyPluginAsyncTypebox<{ images: ProductImageService; rateLimit: false | { max: number; timeWindow: number } }> = async (
-  app,
-  { images, rateLimit },
-) => {
+/** Public (in the public API's scope): the image at a stable URL (purchase e-mails link to it), cacheable and revalidated by ETag. */
+export const publicProductImageRoutes: FastifyPluginAsyncTypebox<{ images: ProductImageService }> = async (app, { images }) => {
   app.get(
     '/public/products/:productId/image',
     {
-      config: rateLimit ? { rateLimit } : {},
       schema: { tags: ['Public'], summary: "A product's image", description: 'The raw bytes with their type; cacheable, revalidated by ETag.', params: ProductParams },
     },
     async (req, reply) => {

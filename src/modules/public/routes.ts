@@ -12,20 +12,16 @@ export interface TokenIssuer {
 export interface PublicRoutesOptions {
   licenses: LicenseService;
   tokens?: TokenIssuer;
-  /** Per-client limit for each public route, or false when limits are off. */
-  rateLimit: false | { max: number; timeWindow: number };
 }
 
 const tags = ['Public'];
 
 /** Public API, called from client apps: no API key, the license key travels in the body. */
-export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = async (app, { licenses, tokens, rateLimit }) => {
-  const config = (rateLimit ? { rateLimit } : {}) as { rateLimit: { max: number; timeWindow: number } };
+export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = async (app, { licenses, tokens }) => {
 
   app.post(
     '/public/licenses/activate',
     {
-      config,
       schema: {
         tags,
         summary: 'Activate a device',
@@ -50,7 +46,6 @@ export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = asyn
   app.post(
     '/public/licenses/validate',
     {
-      config,
       schema: {
         tags,
         summary: 'Validate a license on a device',
@@ -70,7 +65,6 @@ export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = asyn
   app.delete(
     '/public/licenses/device',
     {
-      config,
       schema: {
         tags,
         summary: 'Remove a device (idempotent)',

@@ -1,0 +1,38 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { corsPreflight, allowAnyOrigin } from '../../http/cors.ts';
+import type { LicenseTokenService } from '../license-tokens/service.ts';
+import { publicLicenseTokenRoutes } from '../license-tokens/routes.ts';
+import type { LicenseService } from '../licenses/service.ts';
+import type { ProductImageService } from '../product-images/service.ts';
+import { publicProductImageRoutes } from '../product-images/routes.ts';
+import { publicRoutes } from './routes.ts';
+
+export interface PublicApiOptions {
+  licenses: LicenseService;
+  tokens: LicenseTokenService;
+  images: ProductImageService;
+  /** Requests per minute per client address on each public endpoint, or false when limits are off. */
+  perClientPerMinute: number | false;
+}
+
+const MINUTE = 60_000;
+
+/**
+ * The public API, called from apps (browsers and Electron renderers on any origin, desktop
+ * programs): one encapsulated scope that owns its CORS and its rate limit, so they apply to exactly
+ * these routes. Register it under `/api/v1`.
+ */
+export const publicApi: FastifyPluginAsync<PublicApiOptions> = async (app, { licenses, tokens, images, perClientPerMinute }) => {
+  allowAnyOrigin(app);
+  app.options('/public/*', { schema: { hide: true } }, corsPreflight);
+  if (perClientPerMinute !== false) {
+    // One counter per client and endpoint, as a per-route limit would keep (preflights are free).
+    const limit = app.rateLimit({ max: perClientPerMinute, timeWindow: MINUTE, keyGenerator: (req) => `${req.ip}|${req.routeOptions.url}` });
+    app.addHook('onRequest', async (req, reply) => {
+      if (req.method !== 'OPTIONS') await limit.call(app, req, reply);
+    });
+  }
+  await app.register(publicRoutes, { licenses, tokens });
+  await app.register(publicLicenseTokenRoutes, { tokens });
+  await app.register(publicProductImageRoutes, { images });
+};

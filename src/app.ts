@@ -8,7 +8,7 @@ import { refuseWhileClosing, registerErrorHandling } from './http/errors.ts';
 import { JSON_BODY_LIMIT, registerJsonBody } from './http/json-body.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { type MailOptions, registerOutboxWorker } from './modules/mail/plugin.ts';
-import { Csrf } from './modules/portal/csrf.ts';
+import { Csrf } from './http/web/csrf.ts';
 import { portalApiRoutes, portalRoutes } from './modules/portal/routes.ts';
 import { productImageRoutes } from './modules/product-images/routes.ts';
 import { licenseTokenRoutes } from './modules/license-tokens/routes.ts';
@@ -76,7 +76,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   registerOutboxWorker(app, services, config, mail);
   await app.register(portalRoutes, {
     portal: services.portal,
-    csrf: new Csrf(config.secretKey),
+    csrf: new Csrf(config.secretKey, 'portal'),
     // Secure cookies need https; a plain-http BASE_URL (local use) gets them without the flag.
     secureCookies: config.baseUrl.startsWith('https://'),
     limits: {

@@ -1,4 +1,5 @@
 import { html, type SafeHtml } from '../../http/html.ts';
+import { layout as webLayout } from '../../http/web/pages.ts';
 import { devicesLabel, formatDate, licenseTypeLabel } from '../mail/format.ts';
 import type { PortalLicense } from './service.ts';
 
@@ -14,27 +15,18 @@ const STATUS_LABEL: Record<PortalLicense['status'], string> = {
   fallbacked: 'Expired (limited access)',
 };
 
-function layout(title: string, content: SafeHtml, options: { narrow?: boolean; who?: SafeHtml } = {}): string {
-  return html`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>${title} · License portal</title>
-<link rel="stylesheet" href="/portal/assets/portal.css">
-<script src="/portal/assets/portal.js" defer></script>
-</head>
-<body>
-<a class="skip" href="#main">Skip to content</a>
-<header class="topbar"><div class="topbar-inner"><a class="brand" href="/portal">License portal</a>${options.who}</div></header>
-<main id="main"${options.narrow ? html` class="narrow"` : ''}>
-${content}
-</main>
-<footer>Links sent by e-mail work for 2 hours. Keep your license keys private.</footer>
-</body>
-</html>`.value;
-}
+/** The portal's frame: the web kit's layout with the portal's name, assets and footer. */
+const layout = (title: string, content: SafeHtml, options: { narrow?: boolean; who?: SafeHtml } = {}): string =>
+  webLayout({
+    title,
+    site: 'License portal',
+    home: '/portal',
+    stylesheet: '/portal/assets/portal.css',
+    script: '/portal/assets/portal.js',
+    content,
+    ...options,
+    footer: 'Links sent by e-mail work for 2 hours. Keep your license keys private.',
+  });
 
 const notice = (n: Notice | undefined) =>
   n && html`<div class="notice ${n.tone}" role="${n.tone === 'ok' ? 'status' : 'alert'}">${n.text}</div>`;

@@ -4,12 +4,12 @@ import { Type } from 'typebox';
 import { AppError } from '../../core/errors.ts';
 import { normalizeLicenseKey } from '../../core/license-key.ts';
 import { toIso } from '../../core/time.ts';
-import { toAppError } from '../../http/errors.ts';
 import { Email, errorResponses } from '../../http/schema-helpers.ts';
 import { formatDate } from '../mail/format.ts';
 import { PORTAL_CSS, PORTAL_JS } from './assets.ts';
-import { cookie, readCookie } from './cookies.ts';
-import { Csrf } from './csrf.ts';
+import { cookie as webCookie, readCookie } from '../../http/web/cookies.ts';
+import { Csrf } from '../../http/web/csrf.ts';
+import { sendPage as send, webPages } from '../../http/web/pages.ts';
 import { invalidLinkPage, messagePage, type Notice, portalPage, requestPage } from './pages.ts';
 import type { PortalService, TokenRecord } from './service.ts';
 
@@ -36,7 +36,6 @@ const FORM_LIMIT = 4096;
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
-const CSP = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /** Notices a redirect may ask for: fixed texts chosen by code, never text from the URL. */
 const NOTICES = new Map<string | undefined, Notice>([
@@ -57,30 +56,18 @@ const CsrfForm = Type.Object({ csrf: Type.Optional(Type.String({ maxLength: 128 
  * CSRF token; sessions live in HttpOnly cookies; errors are pages, never JSON or stack traces.
  */
 export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async (app, { portal, csrf, secureCookies, limits }) => {
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_req, body, done) => {
-    done(null, Object.fromEntries(new URLSearchParams(body as string)));
-  });
-
-  app.addHook('onSend', async (req, reply) => {
-    void reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer');
-    if (!req.url.startsWith('/portal/assets/')) {
-      void reply.header('content-security-policy', CSP).header('x-frame-options', 'DENY').header('cache-control', 'no-store');
-    }
-  });
-
-  const send = (reply: FastifyReply, status: number, page: string) => reply.status(status).type('text/html; charset=utf-8').send(page);
-
-  app.setErrorHandler((error, req, reply) => {
-    const appError = toAppError(error as Parameters<typeof toAppError>[0]);
-    if (appError.code === 'internal_error') req.log.error({ err: error }, 'portal error');
-    const page =
-      appError.statusCode === 429
+  webPages(app, {
+    name: 'portal',
+    assetsPrefix: '/portal/assets/',
+    formLimit: FORM_LIMIT,
+    errorPage: (status) =>
+      status === 429
         ? messagePage({ title: 'Too many requests', text: 'Please wait a little and try again.', action: { text: 'Back to the portal', href: '/portal/request' } })
-        : appError.statusCode >= 500
+        : status >= 500
           ? messagePage({ title: 'Something went wrong', text: 'We could not complete that. Please try again in a moment.', action: { text: 'Try again', href: '/portal/request' } })
-          : messagePage({ title: 'That did not work', text: 'The request was not understood. Start again from the portal.', action: { text: 'Back to the portal', href: '/portal/request' } });
-    return send(reply, appError.statusCode, page);
+          : messagePage({ title: 'That did not work', text: 'The request was not understood. Start again from the portal.', action: { text: 'Back to the portal', href: '/portal/request' } }),
   });
+  const cookie = (name: string, value: string, options: { secure: boolean; maxAge?: number }) => webCookie(name, value, { ...options, path: '/portal' });
 
   // The shape @fastify/rate-limit reads from a route's config; an empty config means no limit.
   type LimitConfig = { rateLimit: { max: number; timeWindow: number } };

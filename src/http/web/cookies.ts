@@ -1,4 +1,4 @@
-/** Minimal cookie reading and writing for the portal (two cookies; no dependency needed). */
+/** Minimal cookie reading and writing for server-rendered pages (a few cookies; no dependency needed). */
 export function readCookie(header: string | undefined, name: string): string | undefined {
   if (!header) return undefined;
   for (const part of header.split(';')) {
@@ -13,14 +13,16 @@ export function readCookie(header: string | undefined, name: string): string | u
 }
 
 export interface CookieOptions {
+  /** The pages the cookie belongs to (`/portal`, `/dashboard`). */
+  path: string;
   secure: boolean;
   /** Seconds; 0 deletes the cookie. Absent: a browser-session cookie. */
   maxAge?: number;
 }
 
-/** HttpOnly, SameSite=Lax (the e-mailed link is a cross-site navigation), scoped to /portal. */
+/** HttpOnly, SameSite=Lax (an e-mailed link is a cross-site navigation), scoped to `path`. */
 export function cookie(name: string, value: string, options: CookieOptions): string {
-  const parts = [`${name}=${value}`, 'Path=/portal', 'HttpOnly', 'SameSite=Lax'];
+  const parts = [`${name}=${value}`, `Path=${options.path}`, 'HttpOnly', 'SameSite=Lax'];
   if (options.maxAge !== undefined) parts.push(`Max-Age=${options.maxAge}`);
   if (options.secure) parts.push('Secure');
   return parts.join('; ');

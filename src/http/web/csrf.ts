@@ -8,8 +8,9 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 export class Csrf {
   private readonly key: Buffer;
 
-  constructor(secretKey: Buffer) {
-    this.key = createHmac('sha256', secretKey).update('tessera portal csrf v1').digest();
+  /** `purpose` (`portal`, `dashboard`) gives each set of pages its own key: a token of one is no token of the other. */
+  constructor(secretKey: Buffer, purpose: string) {
+    this.key = createHmac('sha256', secretKey).update(`tessera ${purpose} csrf v1`).digest();
   }
 
   static newBrowserValue(): string {

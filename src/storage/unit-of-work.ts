@@ -27,6 +27,11 @@ export class StoreUnits implements UnitRunner {
   }
 }
 
+/** What a read runs on: the caller's unit when it is part of one, else the store (committed rows). */
+export function readerOf(store: Store, unit?: Unit): Executor {
+  return unit ? executorOf(unit) : store.read;
+}
+
 /** What a repository runs its statements on inside `unit`. */
 export function executorOf(unit: Unit): Executor {
   if (!(unit instanceof StoreUnit)) throw new Error('Not a unit of work of this store');

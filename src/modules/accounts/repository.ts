@@ -1,5 +1,5 @@
 import type { Store } from '../../storage/index.ts';
-import { executorOf } from '../../storage/unit-of-work.ts';
+import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Account, AccountRepository } from './service.ts';
 
@@ -31,7 +31,7 @@ export class SqlAccountRepository implements AccountRepository {
   }
 
   async findById(id: string, unit?: Unit): Promise<Account | undefined> {
-    const row = await (unit ? executorOf(unit) : this.store.read).first(this.db.selectFrom('accounts').selectAll().where('id', '=', id));
+    const row = await readerOf(this.store, unit).first(this.db.selectFrom('accounts').selectAll().where('id', '=', id));
     return row && toAccount(row);
   }
 

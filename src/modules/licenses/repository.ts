@@ -1,6 +1,6 @@
 import { Prepared } from '../../storage/prepared.ts';
 import type { Executor, Store } from '../../storage/index.ts';
-import { executorOf } from '../../storage/unit-of-work.ts';
+import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Updateable } from 'kysely';
 import { bool, type DeviceRow, flag, type LicenseRow, type LicensesTable } from '../../storage/schema.ts';
@@ -117,7 +117,7 @@ export class SqlLicenseRepository implements LicenseRepository {
   }
 
   getOwned(accountId: string, key: string, unit?: Unit): Promise<License | undefined> {
-    return readLicense(unit ? executorOf(unit) : this.store.read, this.q, key, accountId);
+    return readLicense(readerOf(this.store, unit), this.q, key, accountId);
   }
 
   async findForValidation(key: string, identifier: string): Promise<ValidationRow | undefined> {

@@ -1,5 +1,5 @@
 import type { Store } from '../../storage/index.ts';
-import { executorOf } from '../../storage/unit-of-work.ts';
+import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Insertable, Updateable } from 'kysely';
 import { bool, flag, type ProductRow, type ProductsTable } from '../../storage/schema.ts';
@@ -65,7 +65,7 @@ export class SqlProductRepository implements ProductRepository {
   }
 
   async get(accountId: string, id: string, unit?: Unit): Promise<Product | undefined> {
-    const row = await (unit ? executorOf(unit) : this.store.read).first(this.owned(accountId, id));
+    const row = await readerOf(this.store, unit).first(this.owned(accountId, id));
     return row && toProduct(row);
   }
 

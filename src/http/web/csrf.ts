@@ -17,13 +17,18 @@ export class Csrf {
     return randomBytes(24).toString('base64url');
   }
 
-  token(browserValue: string): string {
-    return createHmac('sha256', this.key).update(browserValue).digest('base64url');
+  /**
+   * `binding` ties the token to the signed-in session (a stable id of it, never the cookie's secret
+   * value); pages before sign-in pass none. A pair issued to one visitor is then no token for another
+   * visitor's session, even when a sibling site injects the cookie.
+   */
+  token(browserValue: string, binding = ''): string {
+    return createHmac('sha256', this.key).update(`${binding}\u0000${browserValue}`).digest('base64url');
   }
 
-  verify(browserValue: string | undefined, token: unknown): boolean {
+  verify(browserValue: string | undefined, token: unknown, binding = ''): boolean {
     if (!browserValue || typeof token !== 'string') return false;
-    const expected = Buffer.from(this.token(browserValue));
+    const expected = Buffer.from(this.token(browserValue, binding));
     const given = Buffer.from(token);
     return given.length === expected.length && timingSafeEqual(given, expected);
   }

@@ -52,3 +52,6 @@ export const DOMAIN_EVENT_TYPES: readonly DomainEventType[] = [
   'device.removed',
   'devices.reset',
 ];
+
+/** The account an event belongs to: whose webhooks and audit log it reaches. */
+export const eventAccountId = (event: DomainEvent): string => event.license.accountId;

@@ -83,7 +83,8 @@ export async function buildApp({ config, services, logger = true, logStream, mai
       enabled: limits.enabled,
       perClientPerMinute: limits.publicPerMinute,
       linksPerClientPerHour: limits.portalLinksPerClientPerHour,
-      linksPerAddressPerHour: limits.portalLinksPerAddressPerHour,
+      linksPerAddressPerClientPerHour: limits.portalLinksPerAddressPerHour,
+      linksPerAddressPerHour: limits.portalLinksAllClientsPerAddressPerHour,
     },
   });
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -8,8 +8,10 @@ export interface RateLimitConfig {
   publicPerMinute: number;
   /** Requests per minute per account on the server API. */
   serverPerMinute: number;
-  /** Portal access-link requests per hour per e-mail address (counted in the database). */
+  /** Portal access-link requests per hour per e-mail address and client address (counted in the database). */
   portalLinksPerAddressPerHour: number;
+  /** Portal access-link requests per hour per e-mail address from all clients together (a high cap). */
+  portalLinksAllClientsPerAddressPerHour: number;
   /** Portal access-link requests per hour per client address. */
   portalLinksPerClientPerHour: number;
 }
@@ -84,6 +86,7 @@ export function loadConfig(env: Env = process.env): Config {
       publicPerMinute: int(env, 'RATE_LIMIT_PUBLIC_PER_MINUTE', 600),
       serverPerMinute: int(env, 'RATE_LIMIT_SERVER_PER_MINUTE', 6000),
       portalLinksPerAddressPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_PER_ADDRESS_PER_HOUR', 5),
+      portalLinksAllClientsPerAddressPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_ALL_CLIENTS_PER_ADDRESS_PER_HOUR', 50),
       portalLinksPerClientPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_PER_CLIENT_PER_HOUR', 20),
     },
   };

@@ -106,11 +106,15 @@ export interface PortalTokensTable {
   user_id: string | null;
   expires_at: number;
   created_at: number;
+  /** A session's link (migration 009): signing out ends the link and its sessions. */
+  link_hash: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface PortalLinkRequestsTable {
   email_normalized: string;
   requested_at: number;
+  /** The requesting client's address (migration 009); null for requests before it. */
+  client: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface PortalDeviceResetsTable {

@@ -31,7 +31,8 @@ forEachStore('portal pages', (kind) => {
     const sent = await browser.requestLink('ANN.case@example.COM');
     expect(sent.status).toBe(200);
     expect(sent.body).toContain('a link to your portal is on its way');
-    const mail = await transport.waitFor('ANN.case@example.COM', 'portal_link');
+    // Delivered to the normalized address, the one the lookup used (issue 14, item 7).
+    const mail = await transport.waitFor('ann.case@example.com', 'portal_link');
     expect(mail.subject).toBe('Your license portal link');
     expect(mail.html).toContain('2 hours');
     const link = portalLinkIn(mail);

@@ -148,7 +148,7 @@ forEachStore('portal security', (kind) => {
     const transport = new CapturingTransport();
     const ctx = useTestApp(kind, { env: { RATE_LIMIT: 'on', RATE_LIMIT_PORTAL_LINKS_PER_CLIENT_PER_HOUR: '12' }, app: { mail: { transport } } });
 
-    it('limits link requests per address (with or without licenses) and answers 429 with Retry-After', async () => {
+    it('limits link requests per address and client (with or without licenses) and answers 429 with Retry-After', async () => {
       const t = await createTenant(ctx);
       await createLicense(ctx, t, (await createProduct(ctx, t)).id, { email: 'flood@example.com' });
       for (const address of ['flood@example.com', 'nobody@example.com']) {
@@ -161,9 +161,9 @@ forEachStore('portal security', (kind) => {
         expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
         expect(Number(last!.headers['retry-after'])).toBeGreaterThan(3500);
         expect(Number(last!.headers['retry-after'])).toBeLessThanOrEqual(3600);
-        expect(last!.body).toContain('Too many links were requested for this address');
+        expect(last!.body).toContain('You have requested too many links for this address');
       }
-      expect((await outboxFor(ctx.store, 'FLOOD@EXAMPLE.COM')).length).toBe(5);
+      expect((await outboxFor(ctx.store, 'flood@example.com')).length).toBe(5);
     });
 
     it('limits link requests per client address', async () => {

@@ -1,6 +1,6 @@
 import { hash, verify } from '@node-rs/argon2';
 import { AppError, invalidRequest } from '../../core/errors.ts';
-import { isValidEmail, normalizeEmail } from '../../core/email.ts';
+import { canonicalEmail, normalizeEmail } from '../../core/email.ts';
 import { newUserId } from '../../core/ids.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 
@@ -34,8 +34,8 @@ export class AccountService {
   ) {}
 
   async create(input: { email: string; password: string; plan?: string }): Promise<Account> {
-    const email = normalizeEmail(input.email);
-    if (!isValidEmail(email)) throw invalidRequest('email', 'must be a valid e-mail address');
+    const email = canonicalEmail(input.email);
+    if (!email) throw invalidRequest('email', 'must be a valid e-mail address');
     if (input.password.length < MIN_PASSWORD) throw invalidRequest('password', `must be at least ${MIN_PASSWORD} characters`);
     const plan = (input.plan ?? 'free') as Plan;
     if (!PLANS.includes(plan)) throw invalidRequest('plan', `must be one of ${PLANS.join(', ')}`);

@@ -2,7 +2,7 @@ import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
 import { bool } from '../../storage/schema.ts';
 import { executorOf } from '../../storage/unit-of-work.ts';
-import type { PortalLicenseRow, PortalRepository, PortalScope, ResetRule, TokenRecord } from './service.ts';
+import type { LinkRequest, PortalLicenseRow, PortalRepository, PortalScope, ResetRule, TokenRecord } from './service.ts';
 
 const DAY = 24 * 60 * 60_000;
 /** The newest licenses of an address that one page shows (keeps the page and its queries bounded). */
@@ -25,22 +25,22 @@ export class SqlPortalRepository implements PortalRepository {
       .$if(scope.userId !== null, (q) => q.where('l.user_id', '=', scope.userId!));
   }
 
-  async recentLinkRequests(unit: Unit, email: string, since: number): Promise<number[]> {
+  async recentLinkRequests(unit: Unit, email: string, since: number): Promise<LinkRequest[]> {
     const rows = await executorOf(unit).all(
       this.db
         .selectFrom('portal_link_requests')
-        .select('requested_at')
+        .select(['requested_at', 'client'])
         .where('email_normalized', '=', email)
         .where('requested_at', '>', since)
         .orderBy('requested_at')
         .$if(this.store.lockRows, (q) => q.forUpdate()),
     );
-    return rows.map((r) => r.requested_at);
+    return rows.map((r) => ({ at: r.requested_at, client: r.client }));
   }
 
-  async recordLinkRequest(unit: Unit, email: string, now: number, forgetBefore: number): Promise<void> {
+  async recordLinkRequest(unit: Unit, email: string, client: string, now: number, forgetBefore: number): Promise<void> {
     const tx = executorOf(unit);
-    await tx.run(this.db.insertInto('portal_link_requests').values({ email_normalized: email, requested_at: now }));
+    await tx.run(this.db.insertInto('portal_link_requests').values({ email_normalized: email, requested_at: now, client }));
     // Both indexed by time.
     await tx.run(this.db.deleteFrom('portal_link_requests').where('requested_at', '<=', forgetBefore));
     await tx.run(this.db.deleteFrom('portal_tokens').where('expires_at', '<', now - DAY));
@@ -58,11 +58,27 @@ export class SqlPortalRepository implements PortalRepository {
     const row = await this.store.read.first(
       this.db.selectFrom('portal_tokens').selectAll().where('token_hash', '=', tokenHash).where('kind', '=', kind).where('expires_at', '>', now),
     );
-    return row && { tokenHash: row.token_hash, kind: row.kind, email: row.email_normalized, userId: row.user_id, expiresAt: row.expires_at, createdAt: row.created_at };
+    return (
+      row && {
+        tokenHash: row.token_hash,
+        kind: row.kind,
+        email: row.email_normalized,
+        userId: row.user_id,
+        expiresAt: row.expires_at,
+        createdAt: row.created_at,
+        linkHash: row.link_hash,
+      }
+    );
   }
 
-  async deleteToken(unit: Unit, tokenHash: string): Promise<void> {
-    await executorOf(unit).run(this.db.deleteFrom('portal_tokens').where('token_hash', '=', tokenHash));
+  async endSession(unit: Unit, session: TokenRecord): Promise<void> {
+    const tx = executorOf(unit);
+    await tx.run(this.db.deleteFrom('portal_tokens').where('token_hash', '=', session.tokenHash));
+    const link = session.linkHash;
+    if (link === null) return; // a session from before migration 009
+    // Both indexed: the link by its primary key, its sessions by link_hash.
+    await tx.run(this.db.deleteFrom('portal_tokens').where('token_hash', '=', link));
+    await tx.run(this.db.deleteFrom('portal_tokens').where('link_hash', '=', link));
   }
 
   async listLicenses(scope: PortalScope, now: number): Promise<PortalLicenseRow[]> {
@@ -166,4 +182,5 @@ const toRow = (t: TokenRecord) => ({
   user_id: t.userId,
   expires_at: t.expiresAt,
   created_at: t.createdAt,
+  link_hash: t.linkHash,
 });

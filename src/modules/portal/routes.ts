@@ -19,7 +19,9 @@ export interface PortalLimits {
   perClientPerMinute: number;
   /** Link requests per client address. */
   linksPerClientPerHour: number;
-  /** Link requests per e-mail address (counted in the database: shared by every process). */
+  /** Link requests per (e-mail address, client address), counted in the database (every process shares it). */
+  linksPerAddressPerClientPerHour: number;
+  /** Link requests per e-mail address from all clients together: a high cap against mailbox floods. */
   linksPerAddressPerHour: number;
 }
 
@@ -84,7 +86,13 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
     return value;
   }
 
-  const csrfValid = (req: FastifyRequest, token: string | undefined) => csrf.verify(readCookie(req.headers.cookie, CSRF_COOKIE), token);
+  /**
+   * Tokens of signed-in pages are bound to the session (its stored id, the hash of its token, never
+   * the cookie's value): a cookie/token pair issued to one visitor is no pair for another's session.
+   */
+  const binding = (session: TokenRecord | undefined) => session?.tokenHash ?? '';
+  const csrfValid = (req: FastifyRequest, token: string | undefined, session?: TokenRecord) =>
+    csrf.verify(readCookie(req.headers.cookie, CSRF_COOKIE), token, binding(session));
 
   const csrfRefused = (reply: FastifyReply, back: string) =>
     send(
@@ -101,7 +109,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
 
   async function renderPortal(req: FastifyRequest, reply: FastifyReply, status: number, session: TokenRecord, notice?: Notice) {
     const licenses = await portal.licenses(session);
-    return send(reply, status, portalPage({ email: session.email, licenses, csrf: csrf.token(browserValue(req, reply)), notice, expiresAt: session.expiresAt }));
+    return send(reply, status, portalPage({ email: session.email, licenses, csrf: csrf.token(browserValue(req, reply), binding(session)), notice, expiresAt: session.expiresAt }));
   }
 
   const sessionEnded = (reply: FastifyReply) => reply.redirect('/portal/request?notice=session-ended', 303);
@@ -128,14 +136,19 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
         send(reply, status, requestPage({ email, csrf: csrf.token(browserValue(req, reply)), ...extra }));
       let outcome: Awaited<ReturnType<PortalService['requestLink']>>;
       try {
-        outcome = await portal.requestLink(email, limits.enabled ? limits.linksPerAddressPerHour : null);
+        const linkLimits = { perClient: limits.linksPerAddressPerClientPerHour, perAddress: limits.linksPerAddressPerHour };
+        outcome = await portal.requestLink(email, req.ip, limits.enabled ? linkLimits : null);
       } catch (error) {
         if (error instanceof AppError && error.code === 'invalid_request') return again(400, { error: 'Enter a valid e-mail address, like name@example.com.' });
         throw error;
       }
       if ('limitedUntil' in outcome) {
         void reply.header('retry-after', String(Math.max(1, Math.ceil((outcome.limitedUntil - portal.now()) / 1000))));
-        return again(429, { notice: { tone: 'bad', text: `Too many links were requested for this address. Try again after ${formatDate(outcome.limitedUntil)}.` } });
+        const text =
+          outcome.by === 'client'
+            ? `You have requested too many links for this address. Try again after ${formatDate(outcome.limitedUntil)}.`
+            : `Too many links were requested for this address. Try again after ${formatDate(outcome.limitedUntil)}.`;
+        return again(429, { notice: { tone: 'bad', text } });
       }
       // The same answer whether or not the address has licenses.
       return again(200, { notice: { tone: 'ok', text: `If ${email} has licenses, a link to your portal is on its way. Check your inbox and spam folder.` } });
@@ -158,7 +171,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
   app.post('/portal/licenses/reset', { config: pageLimit, bodyLimit: FORM_LIMIT, schema: { hide: true, body: ResetForm } }, async (req, reply) => {
     const current = await currentSession(req);
     if (!current) return sessionEnded(reply);
-    if (!csrfValid(req, req.body.csrf)) return csrfRefused(reply, '/portal');
+    if (!csrfValid(req, req.body.csrf, current.session)) return csrfRefused(reply, '/portal');
     const result = await portal.resetDevices(current.session, req.body.key);
     switch (result.outcome) {
       case 'done':
@@ -180,8 +193,8 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
 
   app.post('/portal/logout', { config: pageLimit, bodyLimit: FORM_LIMIT, schema: { hide: true, body: CsrfForm } }, async (req, reply) => {
     const current = await currentSession(req);
-    if (current && !csrfValid(req, req.body.csrf)) return csrfRefused(reply, '/portal');
-    if (current) await portal.endSession(current.token);
+    if (current && !csrfValid(req, req.body.csrf, current.session)) return csrfRefused(reply, '/portal');
+    if (current) await portal.endSession(current.session);
     return reply.header('set-cookie', cookie(SESSION_COOKIE, '', { secure: secureCookies, maxAge: 0 })).redirect('/portal/request?notice=signed-out', 303);
   });
 };

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { renderActionUrl } from '../../core/action-url.ts';
-import { isValidEmail, normalizeEmail } from '../../core/email.ts';
+import { canonicalEmail } from '../../core/email.ts';
 import { invalidRequest } from '../../core/errors.ts';
 import { normalizeLicenseKey } from '../../core/license-key.ts';
 import { type LicenseStatus, licenseStatus } from '../../core/license-status.ts';
@@ -27,6 +27,8 @@ export interface TokenRecord extends PortalScope {
   kind: 'link' | 'session';
   expiresAt: number;
   createdAt: number;
+  /** For a session: the link it was opened from (signing out ends both). */
+  linkHash: string | null;
 }
 
 export interface PortalDevice {
@@ -70,16 +72,35 @@ export interface ResetRule {
   resetWindowMs: number;
 }
 
+/** A link request as counted by the limits: when, and from which client. */
+export interface LinkRequest {
+  at: number;
+  client: string | null;
+}
+
+/**
+ * Link-request limits. `perClient` counts the requests for one address from one client: a third
+ * party spends its own quota, never the owner's. `perAddress` counts every client's and is set
+ * high: it only stops many clients together from flooding one mailbox.
+ */
+export interface LinkLimits {
+  perClient: number;
+  perAddress: number;
+}
+
+export type LinkRequestOutcome = { accepted: true } | { limitedUntil: number; by: 'client' | 'address' };
+
 export interface PortalRepository {
   /** Link requests for `email` after `since`, oldest first, locked against concurrent requests for it. */
-  recentLinkRequests(unit: Unit, email: string, since: number): Promise<number[]>;
+  recentLinkRequests(unit: Unit, email: string, since: number): Promise<LinkRequest[]>;
   /** Records a link request; drops requests up to `forgetBefore` and tokens long expired (housekeeping). */
-  recordLinkRequest(unit: Unit, email: string, now: number, forgetBefore: number): Promise<void>;
+  recordLinkRequest(unit: Unit, email: string, client: string, now: number, forgetBefore: number): Promise<void>;
   /** Whether the address has a license on a product shown in the portal. */
   hasVisibleLicense(unit: Unit, email: string): Promise<boolean>;
   insertToken(unit: Unit, token: TokenRecord): Promise<void>;
   findToken(tokenHash: string, kind: TokenRecord['kind'], now: number): Promise<TokenRecord | undefined>;
-  deleteToken(unit: Unit, tokenHash: string): Promise<void>;
+  /** Deletes the session, and when it came from a link, the link and every session opened from it. */
+  endSession(unit: Unit, session: TokenRecord): Promise<void>;
   listLicenses(scope: PortalScope, now: number): Promise<PortalLicenseRow[]>;
   /** The license in `scope` with its product's reset rule, locked until `unit` ends. */
   lockVisible(unit: Unit, scope: PortalScope, key: string): Promise<ResetRule | undefined>;
@@ -134,26 +155,30 @@ export class PortalService {
 
   /**
    * Sends an access link when the address has portal licenses. The outcome the caller can see
-   * is the same either way, except the per-address rate limit, which counts every request.
+   * is the same either way, except the limits (`null`: none), which count requests whether or not
+   * the address has licenses. The link goes to the normalized address, the one that was checked.
    */
-  async requestLink(rawEmail: string, maxPerHour: number | null): Promise<{ limitedUntil: number } | { accepted: true }> {
-    const email = normalizeEmail(rawEmail);
-    if (!isValidEmail(email)) throw invalidRequest('email', 'must be a valid e-mail address');
+  async requestLink(rawEmail: string, client: string, limits: LinkLimits | null): Promise<LinkRequestOutcome> {
+    const email = canonicalEmail(rawEmail);
+    if (!email) throw invalidRequest('email', 'must be a valid e-mail address');
     const now = this.clock();
     const token = newToken();
     const url = this.portalUrl(token);
     const mail = portalLinkMail({ url, validForHours: LINK_VALIDITY_MS / HOUR });
-    const link: TokenRecord = { tokenHash: hashToken(token), kind: 'link', email, userId: null, expiresAt: now + LINK_VALIDITY_MS, createdAt: now };
-    const maxPerWindow = maxPerHour ?? Number.MAX_SAFE_INTEGER;
-    return this.units.run(async (unit) => {
+    const link: TokenRecord = { tokenHash: hashToken(token), kind: 'link', email, userId: null, expiresAt: now + LINK_VALIDITY_MS, createdAt: now, linkHash: null };
+    return this.units.run(async (unit): Promise<LinkRequestOutcome> => {
       const since = now - LINK_REQUEST_WINDOW_MS;
       const recent = await this.repo.recentLinkRequests(unit, email, since);
-      if (recent.length >= maxPerWindow) return { limitedUntil: recent[0]! + LINK_REQUEST_WINDOW_MS };
+      if (limits) {
+        const own = recent.filter((r) => r.client === client);
+        if (own.length >= limits.perClient) return { limitedUntil: own[own.length - limits.perClient]!.at + LINK_REQUEST_WINDOW_MS, by: 'client' };
+        if (recent.length >= limits.perAddress) return { limitedUntil: recent[recent.length - limits.perAddress]!.at + LINK_REQUEST_WINDOW_MS, by: 'address' };
+      }
       // Housekeeping rides on a path that is already rate limited.
-      await this.repo.recordLinkRequest(unit, email, now, since);
+      await this.repo.recordLinkRequest(unit, email, client, now, since);
       if (await this.repo.hasVisibleLicense(unit, email)) {
         await this.repo.insertToken(unit, link);
-        await this.mail.queue(unit, { kind: 'portal_link', to: rawEmail.trim(), replyTo: null, ...mail });
+        await this.mail.queue(unit, { kind: 'portal_link', to: email, replyTo: null, ...mail });
       }
       return { accepted: true } as const;
     });
@@ -161,25 +186,26 @@ export class PortalService {
 
   /** Server API: a link for `email` showing only `userId`'s products, valid 12 hours. */
   async createPrivateSession(principal: Principal, rawEmail: string): Promise<{ url: string; expiresAt: number }> {
-    const email = normalizeEmail(rawEmail);
-    if (!isValidEmail(email)) throw invalidRequest('email', 'must be a valid e-mail address');
+    const email = canonicalEmail(rawEmail);
+    if (!email) throw invalidRequest('email', 'must be a valid e-mail address');
     const now = this.clock();
     const token = newToken();
     const expiresAt = now + PRIVATE_SESSION_VALIDITY_MS;
-    await this.units.run((unit) => this.repo.insertToken(unit, { tokenHash: hashToken(token), kind: 'link', email, userId: principal.accountId, expiresAt, createdAt: now }));
+    await this.units.run((unit) => this.repo.insertToken(unit, { tokenHash: hashToken(token), kind: 'link', email, userId: principal.accountId, expiresAt, createdAt: now, linkHash: null }));
     return { url: this.portalUrl(token), expiresAt };
   }
 
   /**
    * Trades a link token for a session token (the cookie) with the same scope and end. The link
-   * keeps working until it expires: mail scanners open links before people do.
+   * keeps working until it expires or a session of it signs out: mail scanners open links before
+   * people do.
    */
   async openLink(linkToken: string): Promise<OpenedSession | undefined> {
     const now = this.clock();
     const link = await this.repo.findToken(hashToken(linkToken), 'link', now);
     if (!link) return undefined;
     const sessionToken = newToken();
-    await this.units.run((unit) => this.repo.insertToken(unit, { ...link, tokenHash: hashToken(sessionToken), kind: 'session', createdAt: now }));
+    await this.units.run((unit) => this.repo.insertToken(unit, { ...link, tokenHash: hashToken(sessionToken), kind: 'session', createdAt: now, linkHash: link.tokenHash }));
     return { sessionToken, expiresAt: link.expiresAt };
   }
 
@@ -192,8 +218,9 @@ export class PortalService {
     return this.repo.findToken(hashToken(sessionToken), 'session', this.clock());
   }
 
-  endSession(sessionToken: string): Promise<void> {
-    return this.units.run((unit) => this.repo.deleteToken(unit, hashToken(sessionToken)));
+  /** Signing out: the session, its link and the link's other sessions (a leaked link opens nothing after). */
+  endSession(session: TokenRecord): Promise<void> {
+    return this.units.run((unit) => this.repo.endSession(unit, session));
   }
 
   async licenses(scope: PortalScope): Promise<PortalLicense[]> {

@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { requireApiKey } from './http/auth.ts';
-import { refuseWhileClosing, registerErrorHandling } from './http/errors.ts';
+import { clientErrorHandler, frameworkErrors, refuseWhileClosing, registerErrorHandling } from './http/errors.ts';
 import { JSON_BODY_LIMIT, registerJsonBody } from './http/json-body.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { type MailOptions, registerOutboxWorker } from './modules/mail/plugin.ts';
@@ -45,6 +45,9 @@ export async function buildApp({ config, services, logger = true, logStream, mai
     forceCloseConnections: 'idle',
     // Requests arriving while shutting down get the service's error model (below), not Fastify's body.
     return503OnClosing: false,
+    // Router and HTTP-parser errors answer the service's JSON error body too (http/errors.ts).
+    frameworkErrors,
+    clientErrorHandler,
     routerOptions: { ignoreTrailingSlash: true },
     // Wrong types are a 400, never silently coerced ("5" is not a maxDevices).
     ajv: { customOptions: { coerceTypes: false } },

@@ -14,8 +14,10 @@ export type ErrorCode =
   | 'plan_required'
   | 'not_found'
   | 'product_has_licenses'
+  | 'request_timeout'
   | 'payload_too_large'
   | 'unsupported_media_type'
+  | 'headers_too_large'
   | 'rate_limited'
   | 'internal_error'
   | 'service_unavailable';
@@ -32,8 +34,10 @@ const STATUS: Record<ErrorCode, number> = {
   invalid_api_key: 403,
   plan_required: 403,
   not_found: 404,
+  request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  headers_too_large: 431,
   rate_limited: 429,
   internal_error: 500,
   service_unavailable: 503,

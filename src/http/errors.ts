@@ -1,4 +1,6 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type Issue } from '../core/errors.ts';
 
 interface AjvIssue {
@@ -43,14 +45,50 @@ export function toAppError(error: FastifyError & { validation?: AjvIssue[]; vali
   return new AppError('internal_error', 'Internal server error.');
 }
 
+/** The one JSON error body. */
+export function errorBody(appError: AppError): { error: { code: string; message: string; issues?: Issue[] } } {
+  const body: { code: string; message: string; issues?: Issue[] } = { code: appError.code, message: appError.message };
+  if (appError.issues) body.issues = appError.issues;
+  return { error: body };
+}
+
+function sendError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const appError = toAppError(error);
+  if (appError.code === 'internal_error') request.log.error({ err: error }, 'unhandled error');
+  void reply.status(appError.statusCode).type('application/json; charset=utf-8').send(errorBody(appError));
+}
+
+/**
+ * Errors the router raises before any route or hook runs (a URL that does not decode, `/api/v1/%`;
+ * a parameter over the length limit): Fastify's `frameworkErrors` option. The answer never echoes the URL.
+ */
+export const frameworkErrors = (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void => sendError(error, request, reply);
+
+/**
+ * Errors of Node's HTTP parser, before Fastify sees a request (headers over the size limit, a
+ * request timed out, malformed HTTP): Fastify's `clientErrorHandler` option. The socket gets the
+ * service's JSON body and is closed.
+ */
+export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const appError =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? new AppError('headers_too_large', 'The request headers are too large.')
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new AppError('request_timeout', 'The request took too long to arrive.')
+        : new AppError('invalid_request', 'The request is not valid HTTP.');
+  this.log.debug({ code: err.code }, 'client error');
+  if (socket.writable) {
+    const body = JSON.stringify(errorBody(appError));
+    socket.write(
+      `HTTP/1.1 ${appError.statusCode} ${STATUS_CODES[appError.statusCode]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
 export function registerErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const appError = toAppError(error);
-    if (appError.code === 'internal_error') request.log.error({ err: error }, 'unhandled error');
-    const body: { code: string; message: string; issues?: Issue[] } = { code: appError.code, message: appError.message };
-    if (appError.issues) body.issues = appError.issues;
-    void reply.status(appError.statusCode).type('application/json; charset=utf-8').send({ error: body });
-  });
+  app.setErrorHandler(sendError);
   app.setNotFoundHandler((_request, reply) => {
     void reply.status(404).send({ error: { code: 'not_found', message: 'Not found.' } });
   });

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { invalidRequest } from '../core/errors.ts';
 
 export const JSON_BODY_LIMIT = 64 * 1024;
 
@@ -21,6 +22,30 @@ export function registerJsonBody(app: FastifyInstance): void {
   // an async one: it runs on every request and needs no promise.
   app.addHook('preValidation', (request, _reply, done) => {
     if (request.body === undefined && request.method !== 'GET' && request.method !== 'HEAD') request.body = {};
+    const illFormed = illFormedPath(request.body, '') ?? illFormedPath(request.query, 'query') ?? illFormedPath(request.params, 'params');
+    if (illFormed !== undefined) return done(invalidRequest(illFormed || 'body', 'must be well-formed Unicode text (no lone UTF-16 surrogates)'));
     done();
   });
+}
+
+/**
+ * The first path under `value` holding a string (or a key) that is not well-formed UTF-16, or
+ * undefined. Text with a lone surrogate (`"\ud800"` in JSON) cannot be stored as UTF-8: SQLite and
+ * PostgreSQL would keep U+FFFD or refuse it, so two identifiers would read back alike. Every input
+ * (JSON, forms, query, path) passes here, before any schema: one rule for every text field stored.
+ */
+// In a `u` regex a valid pair is one code point: only lone surrogates match (String#isWellFormed's rule).
+const LONE_SURROGATE = /\p{Cs}/u;
+const wellFormed = (text: string): boolean => !LONE_SURROGATE.test(text);
+
+export function illFormedPath(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') return wellFormed(value) ? undefined : path;
+  if (typeof value !== 'object' || value === null) return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const at = path ? `${path}.${key}` : key;
+    if (!wellFormed(key)) return path || 'body';
+    const found = illFormedPath(item, at);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }

@@ -32,6 +32,9 @@ export interface AppOptions {
 
 const MINUTE = 60_000;
 
+/** A number of hops becomes proxy-addr's own hop rule (Fastify's types take no number). */
+const trustProxyOption = (trust: Config['trustProxy']) => (typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust);
+
 export async function buildApp({ config, services, logger = true, logStream, mail }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: logger && {
@@ -41,7 +44,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
       ...(logStream ? { stream: logStream } : {}),
     },
     bodyLimit: JSON_BODY_LIMIT,
-    trustProxy: config.trustProxy,
+    trustProxy: trustProxyOption(config.trustProxy),
     forceCloseConnections: 'idle',
     // Requests arriving while shutting down get the service's error model (below), not Fastify's body.
     return503OnClosing: false,

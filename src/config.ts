@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 
 export interface RateLimitConfig {
@@ -28,7 +29,11 @@ export interface Config {
   smtpUrl?: string;
   mailFrom: string;
   logLevel: string;
-  trustProxy: boolean;
+  /**
+   * Which proxies' X-Forwarded-For is believed (Fastify's trustProxy): false (none), a number of
+   * hops, or the proxies' addresses/CIDRs. `true` (every hop) lets a client choose its address.
+   */
+  trustProxy: boolean | number | string[];
   rateLimit: RateLimitConfig;
 }
 
@@ -40,6 +45,28 @@ function int(env: Env, name: string, fallback: number, min = 1): number {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
   return value;
+}
+
+/**
+ * TRUST_PROXY: unset/`false` (connect directly), a number of proxy hops in front (`1` behind one
+ * reverse proxy), or a comma-separated list of the proxies' addresses or CIDRs. `true` trusts
+ * every hop and is kept for compatibility only (main.ts warns): the client then picks its address.
+ */
+export function parseTrustProxy(raw: string | undefined): boolean | number | string[] {
+  const value = (raw ?? '').trim();
+  if (value === '' || value.toLowerCase() === 'false') return false;
+  if (value.toLowerCase() === 'true') return true;
+  if (/^\d+$/.test(value)) return Number(value);
+  const entries = value.split(',').map((e) => e.trim());
+  for (const entry of entries) {
+    const [address, bits, ...rest] = entry.split('/');
+    const version = isIP(address ?? '');
+    const bitsOk = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (version === 6 ? 128 : 32));
+    if (!version || !bitsOk || rest.length > 0) {
+      throw new Error(`TRUST_PROXY must be false, a number of proxy hops, or a comma-separated list of proxy addresses/CIDRs; "${entry}" is none`);
+    }
+  }
+  return entries;
 }
 
 /**
@@ -80,7 +107,7 @@ export function loadConfig(env: Env = process.env): Config {
     smtpUrl,
     mailFrom: env.MAIL_FROM || 'Tessera <no-reply@localhost>',
     logLevel: env.LOG_LEVEL || 'info',
-    trustProxy: (env.TRUST_PROXY ?? '').toLowerCase() === 'true',
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
     rateLimit: {
       enabled: !rateLimitOff,
       publicPerMinute: int(env, 'RATE_LIMIT_PUBLIC_PER_MINUTE', 600),

@@ -13,6 +13,9 @@ async function main(): Promise<void> {
   const services = createServices(store, config.secretKey, (err) => log.error({ err }, 'background write failed'), config);
   const app = await buildApp({ config, services });
   log = app.log;
+  if (config.trustProxy === true) {
+    app.log.warn('TRUST_PROXY=true believes every X-Forwarded-For hop, so a client can choose its address (and dodge rate limits). Set TRUST_PROXY=1 (one proxy) or the proxy addresses instead; see docs/security.md.');
+  }
 
   let closing = false;
   const shutdown = async (signal: string) => {

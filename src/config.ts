@@ -79,7 +79,7 @@ function secretKey(env: Env, dataDir: string): Buffer {
   let hex = fromEnv;
   if (!hex && existsSync(file)) hex = readFileSync(file, 'utf8').trim();
   if (!hex) {
-    mkdirSync(dataDir, { recursive: true });
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     hex = randomBytes(32).toString('hex');
     writeFileSync(file, `${hex}\n`, { mode: 0o600, flag: 'wx' });
   }

@@ -1,6 +1,7 @@
 import { buildApp } from './app.ts';
 import { loadConfig } from './config.ts';
 import { createServices } from './services.ts';
+import { lockDataDir, secureDataDir } from './storage/data-dir.ts';
 import { openStore } from './storage/index.ts';
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -8,6 +9,10 @@ const SHUTDOWN_DEADLINE_MS = 10_000;
 /** `npm start`: opens the store (running migrations), serves, and shuts down gracefully. */
 async function main(): Promise<void> {
   const config = loadConfig();
+  // Before anything opens the database or starts a worker: private files, and one server per DATA_DIR
+  // (SQLite only: processes sharing PostgreSQL are meant to run side by side).
+  secureDataDir(config.dataDir);
+  const lock = config.databaseUrl ? undefined : lockDataDir(config.dataDir);
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
   let log: { error: (o: object, m: string) => void } = console;
   const services = createServices(store, config.secretKey, (err) => log.error({ err }, 'background write failed'), config);
@@ -32,6 +37,7 @@ async function main(): Promise<void> {
       clearInterval(sweep);
       clearTimeout(deadline);
       await store.close();
+      lock?.release();
       app.log.info('shut down cleanly');
       process.exit(0);
     } catch (err) {

@@ -109,7 +109,7 @@ export class SqliteStore implements Store {
   }
 
   static async open(dataDir: string): Promise<SqliteStore> {
-    mkdirSync(dataDir, { recursive: true });
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     const store = new SqliteStore(join(dataDir, 'tessera.db'));
     await migrateToLatest(store.db);
     return store;

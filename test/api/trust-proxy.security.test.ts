@@ -22,7 +22,7 @@ describe('TRUST_PROXY', () => {
   ] as const) {
     describe(`TRUST_PROXY=${setting}`, () => {
       const ctx = useTestApp('sqlite', { env: { TRUST_PROXY: setting, RATE_LIMIT: 'on', RATE_LIMIT_PUBLIC_PER_MINUTE: '5' } });
-      const validate = (body: unknown, forwardedFor: string, remoteAddress = proxy) =>
+      const validate = (body: unknown, forwardedFor: string, remoteAddress: string = proxy) =>
         call(ctx, { method: 'POST', url: '/api/v1/public/licenses/validate', remoteAddress, headers: { 'x-forwarded-for': forwardedFor }, json: body });
 
       it('a client-chosen leftmost X-Forwarded-For entry does not bypass the limit; another real client has its own', async () => {

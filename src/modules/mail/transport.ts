@@ -58,7 +58,7 @@ export function createMailTransport(settings: TransportSettings, log: Log): Mail
     description: `files in ${dir}`,
     async send(mail) {
       const info = await files.sendMail(envelope(mail));
-      mkdirSync(dir, { recursive: true });
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
       const name = `${new Date(mail.createdAt).toISOString().replace(/[:.]/g, '-')}-${mail.id}.eml`;
       const temporary = join(dir, `.${name}.tmp`);
       writeFileSync(temporary, info.message as Buffer, { mode: 0o600 });

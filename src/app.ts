@@ -32,6 +32,9 @@ export interface AppOptions {
 
 const MINUTE = 60_000;
 
+/** Node wants headersTimeout <= requestTimeout when both are on. */
+const headersTimeout = (h: Config['http']) => (h.requestTimeoutMs > 0 && h.headersTimeoutMs > 0 ? Math.min(h.headersTimeoutMs, h.requestTimeoutMs) : h.headersTimeoutMs);
+
 /** A number of hops becomes proxy-addr's own hop rule (Fastify's types take no number). */
 const trustProxyOption = (trust: Config['trustProxy']) => (typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust);
 
@@ -44,6 +47,13 @@ export async function buildApp({ config, services, logger = true, logStream, mai
       ...(logStream ? { stream: logStream } : {}),
     },
     bodyLimit: JSON_BODY_LIMIT,
+    // The timeout policy (docs/security.md): silent, slow and idle connections are closed.
+    connectionTimeout: config.http.connectionTimeoutMs,
+    requestTimeout: config.http.requestTimeoutMs,
+    keepAliveTimeout: config.http.keepAliveTimeoutMs,
+    // headersTimeout and requestTimeout are enforced by a sweep every connectionsCheckingInterval
+    // (Node's default is 30 s, which would let a silent connection live that much longer).
+    http: { headersTimeout: headersTimeout(config.http), connectionsCheckingInterval: 1000 },
     trustProxy: trustProxyOption(config.trustProxy),
     forceCloseConnections: 'idle',
     // Requests arriving while shutting down get the service's error model (below), not Fastify's body.
@@ -56,6 +66,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
     ajv: { customOptions: { coerceTypes: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  capConnections(app, config.http.maxConnections);
   registerErrorHandling(app);
   refuseWhileClosing(app);
   registerJsonBody(app);
@@ -120,4 +131,20 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   );
 
   return app;
+}
+
+/** Connections past the cap are closed as they arrive, and said so in the log (once a minute at most). */
+function capConnections(app: FastifyInstance, max: number): void {
+  if (max <= 0) return;
+  app.server.maxConnections = max;
+  let dropped = 0;
+  let loggedAt = Number.NEGATIVE_INFINITY;
+  app.server.on('drop', () => {
+    dropped++;
+    const now = performance.now();
+    if (now - loggedAt < MINUTE) return;
+    loggedAt = now;
+    app.log.warn({ maxConnections: max, dropped }, 'connection limit reached: closing new connections (MAX_CONNECTIONS)');
+    dropped = 0;
+  });
 }

@@ -17,6 +17,23 @@ export interface RateLimitConfig {
   portalLinksPerClientPerHour: number;
 }
 
+/**
+ * How long a connection may take over each part of its life (milliseconds; 0 turns one off).
+ * Idle and slow clients otherwise hold a socket, and a file descriptor, forever.
+ */
+export interface HttpLimits {
+  /** Complete request headers within this time of connecting (or of the previous response). */
+  headersTimeoutMs: number;
+  /** Complete request, body included, within this time (a body dribbled a byte at a time ends here). */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection closes after this; keep it above a pooling proxy's idle timeout. */
+  keepAliveTimeoutMs: number;
+  /** A socket with no traffic either way for this long is closed (slow readers). */
+  connectionTimeoutMs: number;
+  /** Open connections at most; more are closed as they arrive (0: no cap). */
+  maxConnections: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -34,6 +51,7 @@ export interface Config {
    * hops, or the proxies' addresses/CIDRs. `true` (every hop) lets a client choose its address.
    */
   trustProxy: boolean | number | string[];
+  http: HttpLimits;
   rateLimit: RateLimitConfig;
 }
 
@@ -45,6 +63,29 @@ function int(env: Env, name: string, fallback: number, min = 1): number {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
   return value;
+}
+
+/** Descriptors kept for the database, its WAL, mail files and logs when connections are capped. */
+const RESERVED_FILES = 256;
+
+/** The soft open-files limit (Linux: /proc/self/limits), or undefined where it cannot be read. */
+function openFilesLimit(): number | undefined {
+  try {
+    const line = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return line ? Number(line[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * MAX_CONNECTIONS: by default the open-files limit less a reserve, so a flood of connections can
+ * never take the descriptors the database and the mail outbox need; 0 turns the cap off.
+ */
+function maxConnections(env: Env): number {
+  const limit = openFilesLimit();
+  const fallback = limit === undefined ? 0 : Math.max(64, limit - RESERVED_FILES);
+  return int(env, 'MAX_CONNECTIONS', fallback, 0);
 }
 
 /**
@@ -108,6 +149,13 @@ export function loadConfig(env: Env = process.env): Config {
     mailFrom: env.MAIL_FROM || 'Tessera <no-reply@localhost>',
     logLevel: env.LOG_LEVEL || 'info',
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    http: {
+      headersTimeoutMs: int(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 0),
+      requestTimeoutMs: int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 0),
+      keepAliveTimeoutMs: int(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 65_000, 1),
+      connectionTimeoutMs: int(env, 'HTTP_CONNECTION_TIMEOUT_MS', 70_000, 0),
+      maxConnections: maxConnections(env),
+    },
     rateLimit: {
       enabled: !rateLimitOff,
       publicPerMinute: int(env, 'RATE_LIMIT_PUBLIC_PER_MINUTE', 600),

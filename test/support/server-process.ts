@@ -11,9 +11,16 @@ export interface ServerProcess {
 
 const SECRET = 'a'.repeat(64);
 
-/** Starts `src/main.ts` as a real process on a free port and waits until it serves. */
-export async function startServer(env: Record<string, string | undefined>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+/**
+ * Starts `src/main.ts` as a real process on a free port and waits until it serves; `maxOpenFiles`
+ * starts it under that `ulimit -n`.
+ */
+export async function startServer(env: Record<string, string | undefined>, options: { maxOpenFiles?: number } = {}): Promise<ServerProcess> {
+  const [command, args] =
+    options.maxOpenFiles === undefined
+      ? [process.execPath, ['--import', 'tsx', 'src/main.ts']]
+      : ['/bin/sh', ['-c', `ulimit -n ${options.maxOpenFiles} && exec "$0" --import tsx src/main.ts`, process.execPath]];
+  const child = spawn(command, args, {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', RATE_LIMIT: 'off', LOG_LEVEL: 'info', SECRET_KEY: SECRET, DATABASE_URL: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

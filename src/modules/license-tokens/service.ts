@@ -4,7 +4,7 @@ import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { SecretBox } from '../../core/secret-box.ts';
 import type { ProductService } from '../products/service.ts';
 import { failureError } from '../licenses/checks.ts';
-import type { Activation, LicenseService } from '../licenses/service.ts';
+import type { ActivationSeal, LicenseService } from '../licenses/service.ts';
 import type { TokenIssuer } from '../public/routes.ts';
 import { generateKeyPair, importPrivateKeyPem, type KeyPairMaterial, publicJwk, type PublicJwk } from './key-pair.ts';
 import { SignerCache } from './signer-cache.ts';
@@ -145,10 +145,14 @@ export class LicenseTokenService implements TokenIssuer {
     return publicJwk(config.publicKeyPem, config.keyId);
   }
 
-  /** The token public activation returns, or undefined when the product has tokens off. */
-  async issueForActivation(activation: Activation): Promise<string | undefined> {
-    const signer = await this.signers.get(activation.license.productId);
-    return signer?.sign(activation, this.clock());
+  /**
+   * The seal public activation runs inside its unit: signs the token with the product's key, or
+   * gives none when the product has tokens off. Signers are loaded here, before the unit.
+   */
+  async sealForActivation(productIds: string | string[]): Promise<ActivationSeal> {
+    const ids = [...new Set(Array.isArray(productIds) ? productIds : [productIds])];
+    const signers = new Map(await Promise.all(ids.map(async (id) => [id, await this.signers.get(id)] as const)));
+    return (activation) => signers.get(activation.license.productId)?.sign(activation, this.clock());
   }
 
   /** Token refresh: the validation checks (one list, in licenses/checks.ts), then a fresh token. */

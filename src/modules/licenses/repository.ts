@@ -5,7 +5,7 @@ import type { Unit } from '../../core/unit-of-work.ts';
 import type { Updateable } from 'kysely';
 import { bool, type DeviceRow, flag, type LicenseRow, type LicensesTable } from '../../storage/schema.ts';
 import { normalizeEmail } from '../../core/email.ts';
-import type { Device, License, LicenseFields, LicenseRecord, LicenseRepository, LockedLicense, ValidationRow } from './types.ts';
+import type { ActivationState, Device, License, LicenseFields, LicenseRecord, LicenseRepository, LockedLicense, ValidationRow } from './types.ts';
 
 const toRecord = (r: LicenseRow): LicenseRecord => ({
   key: r.key,
@@ -40,6 +40,7 @@ const LICENSE_COLUMNS = [
 
 type LockRow = LicenseRow & { fallback_enabled: number | boolean };
 type ValidationSelect = LicenseRow & { fallback_enabled: number | boolean; device_name: string | null; device_activation_date: number | null };
+type ActivationDeviceRow = { device_name: string | null; device_activation_date: number | null; device_count: number | string | bigint };
 
 /**
  * Statements on the hot paths (validate, activate), built and compiled once per store. Exported
@@ -55,7 +56,24 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
       .where('l.key', '=', key)
       // Lock the license row only: activations of other licenses of the product go on in parallel.
       .$if(store.lockRows, (q) => q.forUpdate('l'));
+  /**
+   * Activation's read once the license is locked: the asking device by primary key and the device
+   * count from the primary key's range (license_key is its first column), so an activation on a
+   * license with 10,000 devices reads no device row but its own. A statement of its own, after the
+   * lock: on PostgreSQL it then sees every device committed before the lock was granted.
+   */
+  const activationDevice = (key: string, identifier: string) =>
+    db
+      .selectFrom('licenses as l')
+      .leftJoin('devices as d', (join) => join.onRef('d.license_key', '=', 'l.key').on('d.identifier', '=', identifier))
+      .select((eb) => [
+        'd.name as device_name',
+        'd.activation_date as device_activation_date',
+        eb.selectFrom('devices as c').select(eb.fn.countAll().as('n')).whereRef('c.license_key', '=', 'l.key').as('device_count'),
+      ])
+      .where('l.key', '=', key);
   return {
+    activationDevice: new Prepared<{ key: string; identifier: string }, ActivationDeviceRow>((p) => activationDevice(p('key'), p('identifier'))),
     validation: new Prepared<{ key: string; identifier: string }, ValidationSelect>((p) =>
       db
         .selectFrom('licenses as l')
@@ -188,6 +206,19 @@ export class SqlLicenseRepository implements LicenseRepository {
     if (!row) return undefined;
     const devices = (await tx.all(this.q.devices.bind({ key }))).map(toDevice);
     return { license: toRecord(row), fallbackEnabled: bool(row.fallback_enabled), devices };
+  }
+
+  async lockForActivation(unit: Unit, key: string, identifier: string, account?: string): Promise<ActivationState | undefined> {
+    const tx = executorOf(unit);
+    const locked = await tx.first(account === undefined ? this.q.lock.bind({ key }) : this.q.lockOwned.bind({ key, account }));
+    if (!locked) return undefined;
+    const row = (await tx.first(this.q.activationDevice.bind({ key, identifier })))!;
+    return {
+      license: toRecord(locked),
+      fallbackEnabled: bool(locked.fallback_enabled),
+      device: row.device_name === null ? null : { identifier, name: row.device_name, activationDate: row.device_activation_date! },
+      deviceCount: Number(row.device_count),
+    };
   }
 
   read(unit: Unit, key: string): Promise<License | undefined> {

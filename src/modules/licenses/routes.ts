@@ -69,7 +69,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
   app.post(
     '/licenses/activate',
     { schema: { tags, security, summary: 'Activate a device on a license', headers: LicenseKeyHeader, body: ServerActivateBody, response: licenseReply } },
-    async (req) => licenseView((await licenses.serverActivate(req.principal, req.headers['license-key'], req.body.productId, req.body.device)).license),
+    async (req) => licenseView(await licenses.serverActivate(req.principal, req.headers['license-key'], req.body.productId, req.body.device)),
   );
 
   app.post(

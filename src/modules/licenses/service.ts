@@ -39,11 +39,18 @@ export interface DeviceInput {
   name: string;
 }
 
+/** An activation's outcome: the license as checked (without its device list), the device, the status. */
 export interface Activation {
-  license: License;
+  license: LicenseRecord;
   device: Device;
   status: LicenseStatus;
 }
+
+/**
+ * Signs what an activation hands out (a license token) inside its unit, synchronously: when it
+ * throws, the activation rolls back, so no device keeps a slot its caller was told failed.
+ */
+export type ActivationSeal = (activation: Activation) => string | undefined;
 
 export type PublicValidation = { isValid: true; status: LicenseStatus; license: LicenseRecord; device: Device } | { isValid: false; reason: Failure };
 
@@ -235,42 +242,45 @@ export class LicenseService {
     return this.removeAll(unit, actor, locked);
   }
 
-  /** Server API: the caller's license (404 otherwise), then the activation checks. */
-  serverActivate(principal: Principal, key: string, productId: string, device: DeviceInput): Promise<Activation> {
-    return this.activate(key, [productId], cleanDevice(device, SERVER_DEVICE_PATHS), principal.actor, principal.accountId);
+  /**
+   * Server API: the caller's license (404 otherwise), then the activation checks. The answer is the
+   * license with its devices, read after the activation committed (outside the write).
+   */
+  async serverActivate(principal: Principal, key: string, productId: string, device: DeviceInput): Promise<License> {
+    const activation = await this.activate(key, [productId], cleanDevice(device, SERVER_DEVICE_PATHS), principal.actor, principal.accountId);
+    return (await this.repo.getOwned(principal.accountId, activation.license.key)) ?? { ...activation.license, activeDevices: [activation.device] };
   }
 
-  /** Public API: anyone holding the key; an unknown key is `invalid_license`. */
-  publicActivate(key: string, productId: string | string[], device: DeviceInput): Promise<Activation> {
-    return this.activate(key, toProductIds(productId), cleanDevice(device, PUBLIC_DEVICE_PATHS), PUBLIC_ACTOR);
+  /** Public API: anyone holding the key; an unknown key is `invalid_license`. `seal` signs inside the activation. */
+  publicActivate(key: string, productId: string | string[], device: DeviceInput, seal?: ActivationSeal): Promise<Activation & { token?: string }> {
+    return this.activate(key, toProductIds(productId), cleanDevice(device, PUBLIC_DEVICE_PATHS), PUBLIC_ACTOR, undefined, seal);
   }
 
-  private activate(rawKey: string, productIds: string[], device: DeviceInput, actor: Actor, accountId?: string): Promise<Activation> {
+  private activate(rawKey: string, productIds: string[], device: DeviceInput, actor: Actor, accountId?: string, seal?: ActivationSeal): Promise<Activation & { token?: string }> {
     const key = normalizeLicenseKey(rawKey);
     return this.units.run(async (unit) => {
       const now = this.clock();
-      const state = await this.repo.lock(unit, key, accountId);
+      const state = await this.repo.lockForActivation(unit, key, device.identifier, accountId);
       if (accountId !== undefined && !state) throw notFound('License');
-      const existing = state?.devices.find((d) => d.identifier === device.identifier);
+      const existing = state?.device ?? null;
       const verdict = evaluate(
-        { license: state?.license, fallbackEnabled: state?.fallbackEnabled ?? false, deviceActive: existing !== undefined, activeDeviceCount: state?.devices.length ?? 0 },
+        { license: state?.license, fallbackEnabled: state?.fallbackEnabled ?? false, deviceActive: existing !== null, activeDeviceCount: state?.deviceCount ?? 0 },
         { productIds, needsSlot: true, now },
       );
       if (!verdict.ok) throw failureError(verdict.failure);
       // An active device re-activating keeps its slot and activation date; only its name changes.
       let active: Device;
-      let devices: Device[];
       if (existing) {
         active = { ...existing, name: device.name };
         if (existing.name !== device.name) await this.repo.renameDevice(unit, key, device.identifier, device.name);
-        devices = state!.devices.map((d) => (d.identifier === device.identifier ? active : d));
       } else {
         active = { ...device, activationDate: now };
         await this.repo.addDevice(unit, key, active);
-        devices = [...state!.devices, active];
         await unit.emit({ type: 'device.activated', actor, occurredAt: now, license: snapshot(verdict.license), device: deviceSnapshot(active) });
       }
-      return { license: { ...verdict.license, activeDevices: devices }, device: active, status: verdict.status };
+      const activation: Activation = { license: verdict.license, device: active, status: verdict.status };
+      const token = seal?.(activation);
+      return token === undefined ? activation : { ...activation, token };
     });
   }
 

@@ -32,6 +32,15 @@ export interface ValidationRow {
   device: Device | null;
 }
 
+/** What an activation reads with the license locked: one device and a count, never the whole list. */
+export interface ActivationState {
+  license: LicenseRecord;
+  fallbackEnabled: boolean;
+  /** The asking device when it is already active. */
+  device: Device | null;
+  deviceCount: number;
+}
+
 export interface LicensePage {
   data: License[];
   nextCursor: string | null;
@@ -61,6 +70,11 @@ export interface LicenseRepository {
   listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<LicenseRecord[]>;
   /** Reads the license (the account's, when given) and locks it against concurrent units until `unit` ends. */
   lock(unit: Unit, key: string, accountId?: string): Promise<LockedLicense | undefined>;
+  /**
+   * Locks the license (the account's, when given) like `lock`, reading its product's fallback flag,
+   * the asking device and the number of devices: indexed, bounded whatever the device count.
+   */
+  lockForActivation(unit: Unit, key: string, identifier: string, accountId?: string): Promise<ActivationState | undefined>;
   /** The license with its devices as `unit` sees it (after its own changes). */
   read(unit: Unit, key: string): Promise<License | undefined>;
   update(unit: Unit, key: string, fields: LicenseFields): Promise<void>;

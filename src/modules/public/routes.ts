@@ -1,12 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { EmptyResponse, errorResponses } from '../../http/schema-helpers.ts';
 import { deviceView, publicLicenseView } from '../licenses/schemas.ts';
-import type { Activation, LicenseService } from '../licenses/service.ts';
+import type { ActivationSeal, LicenseService } from '../licenses/service.ts';
 import { PublicActivateBody, PublicActivationResult, PublicLicenseQuery, PublicValidationResult } from './schemas.ts';
 
-/** Seam for signed license tokens: gives a token when the product has tokens enabled. */
+/** Seam for signed license tokens: a seal that signs a token when the product has tokens enabled. */
 export interface TokenIssuer {
-  issueForActivation(activation: Activation): Promise<string | undefined>;
+  /** Loads the signers of the products an activation may be for (before its unit, which awaits no I/O). */
+  sealForActivation(productIds: string | string[]): Promise<ActivationSeal>;
 }
 
 export interface PublicRoutesOptions {
@@ -31,12 +32,13 @@ export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = asyn
     },
     async (req) => {
       const { licenseKey, deviceIdentifier, deviceName, productId } = req.body;
-      const activation = await licenses.publicActivate(licenseKey, productId, { identifier: deviceIdentifier, name: deviceName });
-      const token = tokens ? await tokens.issueForActivation(activation) : undefined;
+      // The token is signed inside the activation: if signing fails, the device keeps no slot.
+      const seal = tokens ? await tokens.sealForActivation(productId) : undefined;
+      const activation = await licenses.publicActivate(licenseKey, productId, { identifier: deviceIdentifier, name: deviceName }, seal);
       return {
         isValid: true,
         status: activation.status,
-        ...(token === undefined ? {} : { token }),
+        ...(activation.token === undefined ? {} : { token: activation.token }),
         device: deviceView(activation.device),
         license: publicLicenseView(activation.license),
       };

@@ -59,6 +59,37 @@ forEachStore('portal hardening', (kind) => {
       expect((await victim.request('POST', '/portal/licenses/reset', { key: victimLicense.key, csrf: victim.csrf })).status).toBe(303);
     });
 
+    it('pages the devices of a license with many: the portal page stays small, every device is reachable', async () => {
+      const t = await createTenant(ctx);
+      const product = await createProduct(ctx, t, { name: 'Fleet' });
+      const license = await createLicense(ctx, t, product.id, { email: 'fleet@example.com', maxDevices: 5000 });
+      const rows = Array.from({ length: 3000 }, (_, i) => ({ license_key: license.key, identifier: `fleet-${String(i).padStart(4, '0')}`, name: 'Box', activation_date: 1_700_000_000_000 + i }));
+      await ctx.store.write(async (tx) => {
+        for (let i = 0; i < rows.length; i += 500) await tx.run(ctx.store.db.insertInto('devices').values(rows.slice(i, i + 500)));
+      });
+      const { browser } = await openPrivateSession(ctx, t.auth, 'fleet@example.com');
+      const page = browser.lastHtml;
+      expect(page.length).toBeLessThan(30_000);
+      expect(page).toContain('3000 in use');
+      expect(page).toContain('fleet-0019');
+      expect(page).not.toContain('fleet-0020');
+      expect(page).toContain('Showing the first 20 of 3000 devices');
+      const seen: string[] = [];
+      let href: string | undefined = `/portal/licenses/${license.key}/devices`;
+      while (href) {
+        const res = await browser.request('GET', href.replaceAll('&amp;', '&'));
+        expect(res.status).toBe(200);
+        expect(res.body.length).toBeLessThan(30_000);
+        seen.push(...[...res.body.matchAll(/fleet-\d{4}/g)].map((m) => m[0]));
+        href = /rel="next" href="([^"]+)"/.exec(res.body)?.[1];
+      }
+      expect(seen).toEqual(rows.map((r) => r.identifier));
+      expect((await browser.request('GET', `/portal/licenses/${license.key}/devices?page=61`)).status).toBe(404);
+      // Another address's license is not there, whatever its key.
+      const other = await createLicense(ctx, t, product.id, { email: 'someone-else@example.com' });
+      expect((await browser.request('GET', `/portal/licenses/${other.key}/devices`)).status).toBe(404);
+    }, 60_000);
+
     it('sends the link to the address that was checked: the Kelvin sign does not reach known5@ (and is refused)', async () => {
       const t = await createTenant(ctx);
       await createLicense(ctx, t, (await createProduct(ctx, t)).id, { email: 'known5@known.test' });

@@ -1,7 +1,7 @@
 import { html, type SafeHtml } from '../../http/html.ts';
 import { layout as webLayout } from '../../http/web/pages.ts';
 import { devicesLabel, formatDate, licenseTypeLabel } from '../mail/format.ts';
-import type { PortalLicense } from './service.ts';
+import { type DevicePage, DEVICES_PER_PAGE, type PortalDevice, type PortalLicense } from './service.ts';
 
 export interface Notice {
   tone: 'ok' | 'warn' | 'bad';
@@ -76,13 +76,37 @@ function resetControls(l: PortalLicense, csrf: string): SafeHtml {
     return html`<div class="reset"><p class="hint">You have used all device resets for now. Next reset possible on <strong>${formatDate(nextAt)}</strong>.</p></div>`;
   }
   const left = `${remaining} of ${limit} ${limit === 1 ? 'reset' : 'resets'} left in ${windowDays} days.`;
-  if (l.devices.length === 0) return html`<div class="reset"><p class="hint">Nothing to reset. ${left}</p></div>`;
+  if (l.deviceCount === 0) return html`<div class="reset"><p class="hint">Nothing to reset. ${left}</p></div>`;
   return html`<form class="reset" method="post" action="/portal/licenses/reset">
 <input type="hidden" name="csrf" value="${csrf}">
 <input type="hidden" name="key" value="${l.key}">
 <button type="submit" class="secondary" aria-describedby="reset-help-${l.key}">Reset devices</button>
 <p class="hint" id="reset-help-${l.key}">Signs out every device so you can activate the license again. ${left}</p>
 </form>`;
+}
+
+const deviceList = (devices: PortalDevice[]) =>
+  html`<ul class="devices">${devices.map(
+    (d) => html`<li><span><strong>${d.name}</strong><br><span class="device-id">${d.identifier}</span></span><span class="device-date">Activated ${formatDate(d.activationDate)}</span></li>`,
+  )}</ul>`;
+
+const devicesHref = (key: string, page: number) => `/portal/licenses/${encodeURIComponent(key)}/devices${page > 1 ? `?page=${page}` : ''}`;
+
+/** All of a license's devices, a page at a time. */
+export function devicesPage(d: DevicePage & { page: number; pages: number }): string {
+  const first = (d.page - 1) * DEVICES_PER_PAGE + 1;
+  return layout(
+    `Devices of ${d.productName}`,
+    html`<p><a href="/portal#license-${d.key}">Back to your licenses</a></p>
+<h1>Devices of ${d.productName}</h1>
+<p class="lead"><code>${d.key}</code> · ${d.total} in use · ${devicesLabel(d.maxDevices).toLowerCase()}</p>
+${d.total === 0 ? html`<p class="hint">No device is using this license yet.</p>` : deviceList(d.devices)}
+<nav class="pager" aria-label="Device pages">
+<p class="hint">${d.total === 0 ? '' : `Devices ${first} to ${first + d.devices.length - 1} of ${d.total} · page ${d.page} of ${d.pages}`}</p>
+${d.page > 1 && html`<a class="button secondary" rel="prev" href="${devicesHref(d.key, d.page - 1)}">Previous</a>`}
+${d.page < d.pages && html`<a class="button secondary" rel="next" href="${devicesHref(d.key, d.page + 1)}">Next</a>`}
+</nav>`,
+  );
 }
 
 function licenseCard(l: PortalLicense, csrf: string): SafeHtml {
@@ -93,15 +117,13 @@ function licenseCard(l: PortalLicense, csrf: string): SafeHtml {
 <dl class="facts">
 <div><dt>License</dt><dd>${licenseTypeLabel(l.type)}</dd></div>
 <div><dt>${l.type === 'timed' ? 'Valid until' : 'Expires'}</dt><dd>${l.expiresAt === null ? 'Never' : formatDate(l.expiresAt)}</dd></div>
-<div><dt>Devices</dt><dd>${l.devices.length} in use · ${devicesLabel(l.maxDevices).toLowerCase()}</dd></div>
+<div><dt>Devices</dt><dd>${l.deviceCount} in use · ${devicesLabel(l.maxDevices).toLowerCase()}</dd></div>
 </dl>
 <h3>Devices</h3>
+${l.deviceCount === 0 ? html`<p class="hint">No device is using this license yet.</p>` : deviceList(l.devices)}
 ${
-  l.devices.length === 0
-    ? html`<p class="hint">No device is using this license yet.</p>`
-    : html`<ul class="devices">${l.devices.map(
-        (d) => html`<li><span><strong>${d.name}</strong><br><span class="device-id">${d.identifier}</span></span><span class="device-date">Activated ${formatDate(d.activationDate)}</span></li>`,
-      )}</ul>`
+  l.deviceCount > l.devices.length &&
+  html`<p class="hint">Showing the first ${l.devices.length} of ${l.deviceCount} devices. <a href="${devicesHref(l.key, 1)}">See all devices</a></p>`
 }
 ${resetControls(l, csrf)}
 ${l.purchaseNote && html`<p class="note">${l.purchaseNote}</p>`}

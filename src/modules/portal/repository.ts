@@ -1,8 +1,9 @@
+import { sql } from 'kysely';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
 import { bool } from '../../storage/schema.ts';
 import { executorOf } from '../../storage/unit-of-work.ts';
-import type { LinkRequest, PortalLicenseRow, PortalRepository, PortalScope, ResetRule, TokenRecord } from './service.ts';
+import { DEVICES_PREVIEW, type DevicePage, type LinkRequest, type PortalLicenseRow, type PortalRepository, type PortalScope, type ResetRule, type TokenRecord } from './service.ts';
 
 const DAY = 24 * 60 * 60_000;
 /** The newest licenses of an address that one page shows (keeps the page and its queries bounded). */
@@ -109,8 +110,29 @@ export class SqlPortalRepository implements PortalRepository {
     );
     if (rows.length === 0) return [];
     const keys = rows.map((r) => r.key);
+    // The first devices of each license and the count of all: the page stays bounded however
+    // many devices a license has (an answer of 1.87 MB at 11,000 devices before).
     const devices = await this.store.read.all(
-      this.db.selectFrom('devices').selectAll().where('license_key', 'in', keys).orderBy('activation_date').orderBy('identifier'),
+      this.db
+        .selectFrom((eb) =>
+          eb
+            .selectFrom('devices')
+            .select(['license_key', 'identifier', 'name', 'activation_date'])
+            .select(sql<number>`row_number() over (partition by license_key order by activation_date, identifier)`.as('position'))
+            .where('license_key', 'in', keys)
+            .as('ranked'),
+        )
+        .selectAll()
+        .where('position', '<=', DEVICES_PREVIEW)
+        .orderBy('activation_date')
+        .orderBy('identifier'),
+    );
+    const counts = new Map(
+      (
+        await this.store.read.all(
+          this.db.selectFrom('devices').select((eb) => ['license_key', eb.fn.countAll().as('n')]).where('license_key', 'in', keys).groupBy('license_key'),
+        )
+      ).map((c) => [c.license_key, Number(c.n)]),
     );
     const longestWindow = Math.max(...rows.map((r) => r.portal_device_reset_window_days)) * DAY;
     const resets = await this.store.read.all(
@@ -140,8 +162,33 @@ export class SqlPortalRepository implements PortalRepository {
       devices: devices
         .filter((d) => d.license_key === r.key)
         .map((d) => ({ identifier: d.identifier, name: d.name, activationDate: d.activation_date })),
+      deviceCount: counts.get(r.key) ?? 0,
       resets: resets.filter((x) => x.license_key === r.key && x.reset_at > now - r.portal_device_reset_window_days * DAY).map((x) => x.reset_at),
     }));
+  }
+
+  async devicePage(scope: PortalScope, key: string, offset: number, limit: number): Promise<DevicePage | undefined> {
+    const license = await this.store.read.first(
+      this.visible(scope)
+        .select((eb) => [
+          'l.key',
+          'l.max_devices',
+          'p.name as product_name',
+          eb.selectFrom('devices as c').select(eb.fn.countAll().as('n')).whereRef('c.license_key', '=', 'l.key').as('total'),
+        ])
+        .where('l.key', '=', key),
+    );
+    if (!license) return undefined;
+    const devices = await this.store.read.all(
+      this.db.selectFrom('devices').selectAll().where('license_key', '=', key).orderBy('activation_date').orderBy('identifier').limit(limit).offset(offset),
+    );
+    return {
+      key: license.key,
+      productName: license.product_name,
+      maxDevices: license.max_devices,
+      total: Number(license.total),
+      devices: devices.map((d) => ({ identifier: d.identifier, name: d.name, activationDate: d.activation_date })),
+    };
   }
 
   async lockVisible(unit: Unit, scope: PortalScope, key: string): Promise<ResetRule | undefined> {

@@ -10,7 +10,7 @@ import { PORTAL_CSS, PORTAL_JS } from './assets.ts';
 import { cookie as webCookie, readCookie } from '../../http/web/cookies.ts';
 import { Csrf } from '../../http/web/csrf.ts';
 import { sendPage as send, webPages } from '../../http/web/pages.ts';
-import { invalidLinkPage, messagePage, type Notice, portalPage, requestPage } from './pages.ts';
+import { devicesPage, invalidLinkPage, messagePage, type Notice, portalPage, requestPage } from './pages.ts';
 import type { PortalService, TokenRecord } from './service.ts';
 
 export interface PortalLimits {
@@ -51,6 +51,8 @@ const RequestQuery = Type.Object({ email: Type.Optional(Type.String({ maxLength:
 const PortalQuery = Type.Object({ token: Type.Optional(Type.String({ maxLength: 128 })), notice: Type.Optional(Type.String({ maxLength: 32 })) });
 const RequestForm = Type.Object({ email: Type.String({ maxLength: 320 }), csrf: Type.Optional(Type.String({ maxLength: 128 })) });
 const ResetForm = Type.Object({ key: Type.String({ minLength: 1, maxLength: 64 }), csrf: Type.Optional(Type.String({ maxLength: 128 })) });
+const DevicesParams = Type.Object({ key: Type.String({ minLength: 1, maxLength: 64 }) });
+const DevicesQuery = Type.Object({ page: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,4}$' })) });
 const CsrfForm = Type.Object({ csrf: Type.Optional(Type.String({ maxLength: 128 })) });
 
 /**
@@ -166,6 +168,14 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
     const current = await currentSession(req);
     if (!current) return req.headers.cookie?.includes(`${SESSION_COOKIE}=`) ? sessionEnded(reply) : reply.redirect('/portal/request', 303);
     return renderPortal(req, reply, 200, current.session, NOTICES.get(req.query.notice));
+  });
+
+  app.get('/portal/licenses/:key/devices', { config: pageLimit, schema: { hide: true, params: DevicesParams, querystring: DevicesQuery } }, async (req, reply) => {
+    const current = await currentSession(req);
+    if (!current) return sessionEnded(reply);
+    const page = await portal.devicePage(current.session, req.params.key, Number(req.query.page ?? 1));
+    if (!page) return send(reply, 404, messagePage({ title: 'Not found', text: 'That page of devices is not in your portal.', action: { text: 'Back to your licenses', href: '/portal' } }));
+    return send(reply, 200, devicesPage(page));
   });
 
   app.post('/portal/licenses/reset', { config: pageLimit, bodyLimit: FORM_LIMIT, schema: { hide: true, body: ResetForm } }, async (req, reply) => {

@@ -53,7 +53,9 @@ export interface PortalLicenseRow {
   purchaseNote: string | null;
   actionButtonText: string | null;
   actionButtonUrl: string | null;
+  /** The first devices (oldest first), at most DEVICES_PREVIEW: a license may have thousands. */
   devices: PortalDevice[];
+  deviceCount: number;
   /** Portal resets inside the product's window, oldest first. */
   resets: number[];
 }
@@ -102,12 +104,26 @@ export interface PortalRepository {
   /** Deletes the session, and when it came from a link, the link and every session opened from it. */
   endSession(unit: Unit, session: TokenRecord): Promise<void>;
   listLicenses(scope: PortalScope, now: number): Promise<PortalLicenseRow[]>;
+  /** One page of a visible license's devices, oldest first, with the total; undefined when not in `scope`. */
+  devicePage(scope: PortalScope, key: string, offset: number, limit: number): Promise<DevicePage | undefined>;
   /** The license in `scope` with its product's reset rule, locked until `unit` ends. */
   lockVisible(unit: Unit, scope: PortalScope, key: string): Promise<ResetRule | undefined>;
   /** Portal resets of the license after `since`, oldest first. */
   resetsSince(unit: Unit, key: string, since: number): Promise<number[]>;
   /** Records a reset; drops those up to `forgetBefore`. */
   recordReset(unit: Unit, key: string, now: number, forgetBefore: number): Promise<void>;
+}
+
+/** Devices a license card shows; the rest are a click away, a page at a time. */
+export const DEVICES_PREVIEW = 20;
+export const DEVICES_PER_PAGE = 50;
+
+export interface DevicePage {
+  key: string;
+  productName: string;
+  maxDevices: number;
+  total: number;
+  devices: PortalDevice[];
 }
 
 /** How many portal resets are left in the window, and when the next one frees up: the one quota rule. */
@@ -124,6 +140,7 @@ export interface PortalLicense {
   expiresAt: number | null;
   maxDevices: number;
   devices: PortalDevice[];
+  deviceCount: number;
   supportEmail: string;
   purchaseNote: string | null;
   action: { text: string; url: string } | null;
@@ -233,6 +250,7 @@ export class PortalService {
       expiresAt: r.expiresAt,
       maxDevices: r.maxDevices,
       devices: r.devices,
+      deviceCount: r.deviceCount,
       supportEmail: r.supportEmail,
       purchaseNote: r.purchaseNote,
       action: r.actionButtonText && r.actionButtonUrl ? { text: r.actionButtonText, url: renderActionUrl(r.actionButtonUrl, r.key) } : null,
@@ -240,6 +258,14 @@ export class PortalService {
         ? { allowed: true, ...resetQuota(r.resets, r.resetLimit, r.resetWindowMs), limit: r.resetLimit, windowDays: Math.round(r.resetWindowMs / (24 * HOUR)) }
         : { allowed: false },
     }));
+  }
+
+  /** Page `page` (from 1) of a license's devices, or undefined when the license is not in `scope` or the page is past the end. */
+  async devicePage(scope: PortalScope, rawKey: string, page: number): Promise<(DevicePage & { page: number; pages: number }) | undefined> {
+    const result = await this.repo.devicePage(scope, normalizeLicenseKey(rawKey), (page - 1) * DEVICES_PER_PAGE, DEVICES_PER_PAGE);
+    if (!result) return undefined;
+    const pages = Math.max(1, Math.ceil(result.total / DEVICES_PER_PAGE));
+    return page > pages ? undefined : { ...result, page, pages };
   }
 
   /**

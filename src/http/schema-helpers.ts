@@ -6,7 +6,9 @@ import { EMAIL_MAX, EMAIL_PATTERN } from '../core/email.ts';
  * serializes it without trying each branch.
  */
 export function Nullable<T extends TSchema>(schema: T) {
-  const { type, ...rest } = schema as unknown as { type: string };
+  const { type, ...rest } = schema as unknown as { type: string; enum?: unknown[] };
+  // An enum lists null too: JSON Schema checks `enum` as well as `type`, and so do code generators.
+  if (rest.enum) rest.enum = [...rest.enum, null];
   return Type.Unsafe<Static<T> | null>({ ...rest, type: [type, 'null'] });
 }
 

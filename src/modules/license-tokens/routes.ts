@@ -65,7 +65,8 @@ export const publicLicenseTokenRoutes: FastifyPluginAsyncTypebox<{ tokens: Licen
     },
     async (req) => {
       const { licenseKey, productId, deviceIdentifier } = req.body;
-      return { isValid: true, token: await tokens.refresh(licenseKey, productId, deviceIdentifier) };
+      const { token, status } = await tokens.refresh(licenseKey, productId, deviceIdentifier);
+      return { isValid: true, status, token };
     },
   );
 

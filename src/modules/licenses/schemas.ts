@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { toIso, toIsoOrNull } from '../../core/time.ts';
+import type { LicenseStatus } from '../../core/license-status.ts';
 import { Email, Nullable, Timestamp } from '../../http/schema-helpers.ts';
 import { LIST_LIMIT_MAX } from './service.ts';
 import type { Device, License, LicenseRecord } from './types.ts';
@@ -9,6 +10,9 @@ export const DEVICE_NAME_MAX = 64;
 
 export const DeviceIdentifier = Type.String({ minLength: 1, maxLength: DEVICE_IDENTIFIER_MAX });
 export const DeviceName = Type.String({ minLength: 1, maxLength: DEVICE_NAME_MAX });
+/** The status rule's values (core/license-status.ts); a valid license is active or fallbacked. */
+export const LicenseStatusBody = Type.String({ enum: ['active', 'expired', 'revoked', 'fallbacked'] satisfies LicenseStatus[] });
+export const ValidStatus = Type.String({ enum: ['active', 'fallbacked'] satisfies LicenseStatus[], description: 'fallbacked: expired, but the product allows fallback (limited access).' });
 const LicenseType = Type.Union([Type.Literal('perpetual'), Type.Literal('timed')]);
 const MaxDevices = Type.Integer({ minimum: 1, maximum: 100000 });
 const ExpiresAtInput = Nullable(
@@ -82,7 +86,7 @@ export const ServerValidateBody = Type.Object({
 
 export const ServerValidationBody = Type.Object({
   isValid: Type.Boolean(),
-  status: Type.String({ enum: ['active', 'expired', 'revoked', 'fallbacked'] }),
+  status: LicenseStatusBody,
   device: Nullable(DeviceBody),
   license: Type.Ref('License'),
 });

@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
 import { toIso, toIsoOrNull } from '../../core/time.ts';
 import type { LicenseStatus } from '../../core/license-status.ts';
-import { Email, Nullable, Timestamp } from '../../http/schema-helpers.ts';
+import { Email, Nullable, StringEnum, Timestamp } from '../../http/schema-helpers.ts';
 import { LIST_LIMIT_MAX } from './service.ts';
-import type { Device, License, LicenseRecord } from './types.ts';
+import type { Device, License, LicenseRecord, LicenseType as LicenseTypeValue } from './types.ts';
 
 export const DEVICE_IDENTIFIER_MAX = 96;
 export const DEVICE_NAME_MAX = 64;
@@ -11,9 +11,9 @@ export const DEVICE_NAME_MAX = 64;
 export const DeviceIdentifier = Type.String({ minLength: 1, maxLength: DEVICE_IDENTIFIER_MAX });
 export const DeviceName = Type.String({ minLength: 1, maxLength: DEVICE_NAME_MAX });
 /** The status rule's values (core/license-status.ts); a valid license is active or fallbacked. */
-export const LicenseStatusBody = Type.String({ enum: ['active', 'expired', 'revoked', 'fallbacked'] satisfies LicenseStatus[] });
-export const ValidStatus = Type.String({ enum: ['active', 'fallbacked'] satisfies LicenseStatus[], description: 'fallbacked: expired, but the product allows fallback (limited access).' });
-const LicenseType = Type.Union([Type.Literal('perpetual'), Type.Literal('timed')]);
+export const LicenseStatusBody = StringEnum<LicenseStatus>(['active', 'expired', 'revoked', 'fallbacked']);
+export const ValidStatus = StringEnum<LicenseStatus>(['active', 'fallbacked'], { description: 'fallbacked: expired, but the product allows fallback (limited access).' });
+const LicenseType = StringEnum<LicenseTypeValue>(['perpetual', 'timed']);
 const MaxDevices = Type.Integer({ minimum: 1, maximum: 100000 });
 const ExpiresAtInput = Nullable(
   Type.String({ maxLength: 64, description: 'ISO 8601 date-time with Z or an offset, or YYYY-MM-DD (midnight UTC).' }),
@@ -28,7 +28,7 @@ export const LicenseBody = Type.Object(
     key: Type.String(),
     userId: Type.String(),
     productId: Type.String(),
-    type: Type.String({ enum: ['perpetual', 'timed'] }),
+    type: LicenseType,
     expiresAt: Nullable(Timestamp),
     revoked: Type.Boolean(),
     email: Nullable(Type.String()),
@@ -43,7 +43,7 @@ export const PublicLicenseBody = Type.Object(
   {
     key: Type.String(),
     productId: Type.String(),
-    type: Type.String({ enum: ['perpetual', 'timed'] }),
+    type: LicenseType,
     revoked: Type.Boolean(),
     maxDevices: Type.Integer(),
     expiresAt: Nullable(Timestamp),

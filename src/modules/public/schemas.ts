@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
-import { Nullable } from '../../http/schema-helpers.ts';
+import { Nullable, StringEnum } from '../../http/schema-helpers.ts';
+import type { Failure } from '../licenses/checks.ts';
 import { DeviceBody, DeviceIdentifier, DeviceName, PublicLicenseBody, ValidStatus } from '../licenses/schemas.ts';
 
 export const LicenseKeyInput = Type.String({ minLength: 1, maxLength: 64 });
@@ -37,6 +38,6 @@ export const PublicValidationResult = Type.Object({
   device: Nullable(DeviceBody),
   license: Nullable(PublicLicenseBody),
   reason: Type.Optional(
-    Type.String({ enum: ['not_found', 'product_mismatch', 'revoked', 'expired', 'device_not_activated'], description: 'Why the license is not valid.' }),
+    StringEnum<Failure>(['not_found', 'product_mismatch', 'revoked', 'expired', 'device_not_activated'], { description: 'Why the license is not valid.' }),
   ),
 });

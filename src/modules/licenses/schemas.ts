@@ -2,11 +2,10 @@ import { Type } from 'typebox';
 import { toIso, toIsoOrNull } from '../../core/time.ts';
 import type { LicenseStatus } from '../../core/license-status.ts';
 import { Email, Nullable, StringEnum, Timestamp } from '../../http/schema-helpers.ts';
+import { DEVICE_IDENTIFIER_MAX, DEVICE_NAME_MAX, MAX_DEVICES_MAX } from './limits.ts';
 import { LIST_LIMIT_MAX } from './service.ts';
 import type { Device, License, LicenseRecord, LicenseType as LicenseTypeValue } from './types.ts';
 
-export const DEVICE_IDENTIFIER_MAX = 96;
-export const DEVICE_NAME_MAX = 64;
 
 export const DeviceIdentifier = Type.String({ minLength: 1, maxLength: DEVICE_IDENTIFIER_MAX });
 export const DeviceName = Type.String({ minLength: 1, maxLength: DEVICE_NAME_MAX });
@@ -14,7 +13,7 @@ export const DeviceName = Type.String({ minLength: 1, maxLength: DEVICE_NAME_MAX
 export const LicenseStatusBody = StringEnum<LicenseStatus>(['active', 'expired', 'revoked', 'fallbacked']);
 export const ValidStatus = StringEnum<LicenseStatus>(['active', 'fallbacked'], { description: 'fallbacked: expired, but the product allows fallback (limited access).' });
 const LicenseType = StringEnum<LicenseTypeValue>(['perpetual', 'timed']);
-const MaxDevices = Type.Integer({ minimum: 1, maximum: 100000 });
+const MaxDevices = Type.Integer({ minimum: 1, maximum: MAX_DEVICES_MAX });
 const ExpiresAtInput = Nullable(
   Type.String({ maxLength: 64, description: 'ISO 8601 date-time with Z or an offset, or YYYY-MM-DD (midnight UTC).' }),
 );

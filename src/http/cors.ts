@@ -22,7 +22,7 @@ const EXPOSED_HEADERS = 'retry-after, ratelimit-limit, ratelimit-remaining, rate
 export const PREFLIGHT_MAX_AGE_SECONDS = 86400;
 
 /**
- * The request headers a page may send to the public API (docs/decisions/public-cors.md): what
+ * The request headers a page may send to the public API (docs/decisions/drop-in.md): what
  * client libraries set (their user agent, content negotiation, `X-Requested-With`) and any `x-`
  * client header, but never a header that carries credentials or that proxies and this server act
  * on (forwarding, method overrides): the public API reads none of the allowed ones, so allowing

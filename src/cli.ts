@@ -92,7 +92,8 @@ async function main(): Promise<number> {
       'dry-run': { type: 'boolean' },
     },
   });
-  const command = commands[positionals.join(' ')];
+  const name = positionals.join(' ');
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined; // never Object.prototype's
   if (!command) {
     process.stderr.write(`${USAGE}\n`);
     return 2;

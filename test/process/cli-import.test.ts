@@ -55,5 +55,7 @@ forEachStore('operator CLI: license import', (kind) => {
     const format = await runCli(db.env, ['import', '--email', 'owner@example.com', '--file', csv, '--format', 'xml']);
     expect(JSON.parse(format.stderr).error.message).toBe('--format must be csv or json.');
     expect((await runCli(db.env, ['import', '--email', 'nobody@example.com', '--file', csv])).code).toBe(1);
+    // A command name is looked up among the commands only, never on Object.prototype.
+    expect((await runCli(db.env, ['toString'])).code).toBe(2);
   }, 60_000);
 });

@@ -38,5 +38,12 @@ export const publicApi: FastifyPluginAsync<PublicApiOptions> = async (app, { lic
   await app.register(publicProductImageRoutes, { images });
   // An unknown public path is a 404 a browser can read: answered in this scope, with its CORS
   // headers (the app's not-found handler runs outside it), and counted by its rate limit.
-  app.route({ method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], url: '/public/*', schema: { hide: true }, handler: async () => { throw new AppError('not_found', 'Not found.'); } });
+  app.route({
+    method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    url: '/public/*',
+    schema: { hide: true },
+    handler: async () => {
+      throw new AppError('not_found', 'Not found.');
+    },
+  });
 };

@@ -75,6 +75,8 @@ export async function buildApp({ config, services, logger = true, logStream, mai
     openapi: {
       openapi: '3.1.0',
       info: { title: 'Tessera licensing API', version: '1.0.0', description: 'Server API (API key) and public API (no authentication).' },
+      // Paths carry their /api/v1 prefix, so the server is the service's own address.
+      servers: [{ url: config.baseUrl, description: 'This service (BASE_URL).' }],
       components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'An API key, sk_...' } } },
     },
     // Shared schemas appear under their $id (License, Product) rather than def-0, def-1.

@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadConfig } from './config.ts';
 import { AppError } from './core/errors.ts';
+import { importLicenseFile } from './modules/licenses/import-file.ts';
 import { createServices, type Services } from './services.ts';
 import { openStore } from './storage/index.ts';
 import { toIso, toIsoOrNull } from './core/time.ts';
@@ -12,17 +14,22 @@ const USAGE = `Usage: npm run --silent cli -- <command>
   api-key create --email E [--name N]
   api-key list --email E
   api-key revoke --email E --id KEY_ID
+  import --email OWNER --file FILE [--format csv|json] [--dry-run]
+      licenses with their keys and devices, from CSV or JSON (docs/migrating.md)
 Each command prints one JSON object on stdout.`;
 
-type Options = { email?: string; password?: string; plan?: string; name?: string; id?: string };
+type Options = { email?: string; password?: string; plan?: string; name?: string; id?: string; file?: string; format?: string; 'dry-run'?: boolean };
 
-function need(options: Options, name: keyof Options): string {
+/** A command's answer; `failed` makes the exit code 1 (the answer still goes to stdout). */
+type Answer = object & { failed?: boolean };
+
+function need(options: Options, name: 'email' | 'password' | 'plan' | 'id' | 'file'): string {
   const value = options[name];
   if (!value) throw new AppError('invalid_request', `--${name} is required.`);
   return value;
 }
 
-const commands: Record<string, (s: Services, o: Options) => Promise<object>> = {
+const commands: Record<string, (s: Services, o: Options) => Promise<Answer>> = {
   'account create': async (s, o) => {
     const a = await s.accounts.create({ email: need(o, 'email'), password: need(o, 'password'), plan: o.plan });
     return { userId: a.id, email: a.email, plan: a.plan };
@@ -55,24 +62,48 @@ const commands: Record<string, (s: Services, o: Options) => Promise<object>> = {
     await s.apiKeys.revoke(cliPrincipal(account.id), need(o, 'id'));
     return { id: o.id, revoked: true };
   },
+  import: async (s, o) => {
+    const file = need(o, 'file');
+    const format = o.format ?? (file.toLowerCase().endsWith('.json') ? 'json' : 'csv');
+    if (format !== 'csv' && format !== 'json') throw new AppError('invalid_request', '--format must be csv or json.');
+    const account = await s.accounts.requireByEmail(need(o, 'email'));
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      throw new AppError('invalid_request', `Cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}.`);
+    }
+    const report = await importLicenseFile(s.licenses, cliPrincipal(account.id), text, format, { dryRun: o['dry-run'] });
+    return { ...report, failed: !report.ok };
+  },
 };
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { email: { type: 'string' }, password: { type: 'string' }, plan: { type: 'string' }, name: { type: 'string' }, id: { type: 'string' } },
+    options: {
+      email: { type: 'string' },
+      password: { type: 'string' },
+      plan: { type: 'string' },
+      name: { type: 'string' },
+      id: { type: 'string' },
+      file: { type: 'string' },
+      format: { type: 'string' },
+      'dry-run': { type: 'boolean' },
+    },
   });
-  const command = commands[positionals.slice(0, 2).join(' ')];
-  if (!command || positionals.length !== 2) {
+  const name = positionals.join(' ');
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined; // never Object.prototype's
+  if (!command) {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
   const config = loadConfig();
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
   try {
-    const result = await command(createServices(store, config.secretKey), values);
+    const { failed, ...result } = await command(createServices(store, config.secretKey), values);
     process.stdout.write(`${JSON.stringify(result)}\n`);
-    return 0;
+    return failed ? 1 : 0;
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     process.stderr.write(`${JSON.stringify({ error: { code: error.code, message: error.message, issues: error.issues } })}\n`);

@@ -6,9 +6,15 @@ import { EMAIL_MAX, EMAIL_PATTERN } from '../core/email.ts';
  * serializes it without trying each branch.
  */
 export function Nullable<T extends TSchema>(schema: T) {
-  const { type, ...rest } = schema as unknown as { type: string };
+  const { type, ...rest } = schema as unknown as { type: string; enum?: unknown[] };
+  // An enum lists null too: JSON Schema checks `enum` as well as `type`, and so do code generators.
+  if (rest.enum) rest.enum = [...rest.enum, null];
   return Type.Unsafe<Static<T> | null>({ ...rest, type: [type, 'null'] });
 }
+
+/** A string from a fixed list: a plain `enum` in the document (what code generators turn into a union). */
+export const StringEnum = <T extends string>(values: readonly T[], options: { description?: string } = {}) =>
+  Type.Unsafe<T>({ type: 'string', enum: [...values], ...options });
 
 export const Email = Type.String({ maxLength: EMAIL_MAX, pattern: EMAIL_PATTERN, description: 'An e-mail address.' });
 export const Timestamp = Type.String({ description: 'ISO 8601 UTC timestamp with milliseconds.', examples: ['2026-05-19T18:39:33.000Z'] });
@@ -16,7 +22,8 @@ export const Timestamp = Type.String({ description: 'ISO 8601 UTC timestamp with
 export const ErrorBody = Type.Object(
   {
     error: Type.Object({
-      code: Type.String(),
+      // Not an enum on purpose: the list grows, and a client generated today must accept tomorrow's codes.
+      code: Type.String({ description: 'A stable error code (docs/api.md lists them); treat an unknown one by its HTTP status.' }),
       message: Type.String(),
       issues: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
     }),

@@ -97,7 +97,7 @@ forEachStore('license tokens', (kind) => {
     await publicActivate(ctx, l.key, p.id, 'dev-1', 'Laptop');
     const res = await refreshToken(ctx, l.key.toLowerCase(), ['p_other', p.id], 'dev-1');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ isValid: true, token: expect.any(String) });
+    expect(res.body).toEqual({ isValid: true, status: 'active', token: expect.any(String) });
     const { payload } = await verifyWithJwk(res.body.token, config.publicKeyJwk);
     expect(payload).toMatchObject({ status: 'active', license: { key: l.key, productId: p.id, type: 'perpetual', expiresAt: null }, device: { identifier: 'dev-1' } });
     expect(payload.exp! - payload.iat!).toBe(604800);
@@ -110,6 +110,7 @@ forEachStore('license tokens', (kind) => {
     await call(ctx, { method: 'PATCH', url: '/api/v1/licenses', headers: { ...t.auth, 'license-key': l.key }, json: { expiresAt: '2020-01-01' } });
     const res = await refreshToken(ctx, l.key, p.id);
     expect(res.status).toBe(200);
+    expect(res.body.status).toBe('fallbacked');
     const { payload } = await verifyWithJwk(res.body.token, config.publicKeyJwk);
     expect(payload).toMatchObject({ status: 'fallbacked', license: { expiresAt: Date.parse('2020-01-01') / 1000 } });
   });

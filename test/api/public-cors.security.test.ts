@@ -37,6 +37,51 @@ forEachStore('cross-origin calls', (kind) => {
   });
 });
 
+forEachStore('public preflights: which request headers a page may send', (kind) => {
+  const ctx = useTestApp(kind);
+  const preflight = (headers: string) =>
+    call(ctx, {
+      method: 'OPTIONS',
+      url: '/api/v1/public/licenses/activate',
+      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': headers },
+    });
+
+  it("allows what client libraries send: their user agent, content negotiation, X-Requested-With and any x- client header (keyforge's client SDK asks for content-type,user-agent)", async () => {
+    const res = await preflight('Content-Type,User-Agent, accept,x-requested-with,X-Client,x-app-version');
+    expect(res.status).toBe(204);
+    expect(res.headers['access-control-allow-headers']).toBe('content-type, user-agent, accept, x-requested-with, x-client, x-app-version');
+    expect(res.headers['access-control-max-age']).toBe('86400');
+    expect(res.headers['vary']).toContain('access-control-request-headers');
+    expect(res.headers['access-control-allow-credentials']).toBeUndefined();
+  });
+
+  it('never allows credentials, forwarding or method-override headers, nor malformed names', async () => {
+    const res = await preflight('authorization, cookie, license-key, proxy-authorization, x-forwarded-for, x-real-ip, x-http-method-override, x-api-key, x-auth-token, x-csrf-token, bad header, x-, x-client');
+    expect(res.status).toBe(204);
+    expect(res.headers['access-control-allow-headers']).toBe('x-client');
+    const none = await preflight('authorization');
+    expect(none.headers['access-control-allow-headers']).toBe('content-type');
+  });
+
+  it('answers a hostile header list with what fits (bounded work, no error)', async () => {
+    const res = await preflight(Array.from({ length: 5000 }, (_, i) => `x-h${i}`).join(','));
+    expect(res.status).toBe(204);
+    expect(res.headers['access-control-allow-headers']!.split(', ')).toHaveLength(32);
+  });
+
+  it('an unknown public path or method is a 404 JSON error a browser can read (CORS headers on it); the server API stays closed', async () => {
+    for (const [method, url] of [['GET', '/api/v1/public/licenses/deactivate'], ['POST', '/api/v1/public/nope'], ['GET', '/api/v1/public/licenses/activate']] as const) {
+      const res = await call(ctx, { method, url, headers: { origin: 'https://app.example.com' }, ...(method === 'POST' ? { json: {} } : {}) });
+      expect(res.status, url).toBe(404);
+      expect(res.body).toEqual({ error: { code: 'not_found', message: 'Not found.' } });
+      expect(res.headers['access-control-allow-origin'], url).toBe('*');
+    }
+    const server = await call(ctx, { method: 'GET', url: '/api/v1/nope', headers: { origin: 'https://app.example.com' } });
+    expect(server.status).toBe(404);
+    expect(server.headers['access-control-allow-origin']).toBeUndefined();
+  });
+});
+
 forEachStore('the public API scope', (kind) => {
   const ctx = useTestApp(kind);
   const origin = { origin: 'https://app.example.com' };

@@ -1,6 +1,6 @@
 import { type ApiError, type ApiResult, type HttpOptions, isTransportError, request } from './http.js';
 import { MemoryTokenStorage, type TokenStorage } from './storage.js';
-import type { WireDevice, WirePublicLicense, WireValidationReason } from './wire.generated.js';
+import type { WireDevice, WirePublicLicense, WireTokenRefresh, WireValidationReason } from './wire.generated.js';
 import { decodeClaims, type PublicJwk, type TokenClaims, type TokenFailure, type TokenVerification, type VerifyingSubtleCrypto, verifyLicenseToken } from './token.js';
 
 const DAY_SECONDS = 86_400;
@@ -144,7 +144,7 @@ export class LicenseClient {
   }
 
   /** A fresh token from the server, as is (not verified, not stored). */
-  fetchToken(input: DeviceRef): Promise<ApiResult<{ isValid: true; token: string }>> {
+  fetchToken(input: DeviceRef): Promise<ApiResult<WireTokenRefresh & { isValid: true }>> {
     return request(this.http, 'POST', '/api/v1/public/licenses/token', { ...input, productId: this.productId });
   }
 

@@ -70,7 +70,8 @@ export type WireValidationReason = "not_found" | "product_mismatch" | "revoked" 
 
 export type WirePublicActivation = {
   isValid: boolean;
-  status: string;
+  /** fallbacked: expired, but the product allows fallback (limited access). */
+  status: "active" | "fallbacked";
   /** Signed license token; present when the product has license tokens enabled. */
   token?: string;
   device: {
@@ -94,6 +95,7 @@ export type WirePublicActivation = {
 
 export type WirePublicValidation = {
   isValid: boolean;
+  /** fallbacked: expired, but the product allows fallback (limited access). */
   status: "active" | "fallbacked" | null;
   device: {
     identifier: string;
@@ -118,6 +120,8 @@ export type WirePublicValidation = {
 
 export type WireTokenRefresh = {
   isValid: boolean;
+  /** fallbacked: expired, but the product allows fallback (limited access). */
+  status: "active" | "fallbacked";
   /** ES256 JWT. */
   token: string;
 };

@@ -12,7 +12,7 @@ const configReply = { 200: TokenConfigBody, ...errorResponses(400, 401, 403, 404
 export const licenseTokenRoutes: FastifyPluginAsyncTypebox<{ tokens: LicenseTokenService }> = async (app, { tokens }) => {
   app.get(
     '/products/:productId/license-token',
-    { schema: { tags, security, summary: "Get a product's license-token settings", params: ProductParams, response: configReply } },
+    { schema: { tags, security, operationId: 'get-license-token-settings', summary: "Get a product's license-token settings", params: ProductParams, response: configReply } },
     async (req) => tokens.getConfig(req.principal, req.params.productId),
   );
 
@@ -22,6 +22,7 @@ export const licenseTokenRoutes: FastifyPluginAsyncTypebox<{ tokens: LicenseToke
       schema: {
         tags,
         security,
+        operationId: 'update-license-token-settings',
         summary: "Change a product's license-token settings",
         description: 'Enabling the first time generates a P-256 key pair.',
         params: ProductParams,
@@ -38,6 +39,7 @@ export const licenseTokenRoutes: FastifyPluginAsyncTypebox<{ tokens: LicenseToke
       schema: {
         tags,
         security,
+        operationId: 'replace-license-token-key-pair',
         summary: 'Replace the key pair: new, copied from another product, or imported',
         description: 'Tokens signed with the previous key no longer verify against the new public key.',
         params: ProductParams,
@@ -58,6 +60,7 @@ export const publicLicenseTokenRoutes: FastifyPluginAsyncTypebox<{ tokens: Licen
     {
       schema: {
         tags: publicTags,
+        operationId: 'public-refresh-license-token',
         summary: 'Get a fresh license token for an activated device',
         body: TokenRequestBody,
         response: { 200: TokenResult, ...errorResponses(400, 413, 415, 429) },
@@ -65,7 +68,8 @@ export const publicLicenseTokenRoutes: FastifyPluginAsyncTypebox<{ tokens: Licen
     },
     async (req) => {
       const { licenseKey, productId, deviceIdentifier } = req.body;
-      return { isValid: true, token: await tokens.refresh(licenseKey, productId, deviceIdentifier) };
+      const { token, status } = await tokens.refresh(licenseKey, productId, deviceIdentifier);
+      return { isValid: true, status, token };
     },
   );
 
@@ -74,6 +78,7 @@ export const publicLicenseTokenRoutes: FastifyPluginAsyncTypebox<{ tokens: Licen
     {
       schema: {
         tags: publicTags,
+        operationId: 'public-get-license-token-public-key',
         summary: "A product's token verification key",
         description: '404 when the product is unknown, its tokens are off or its key is not exposed.',
         params: ProductParams,

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { Nullable } from '../../http/schema-helpers.ts';
+import { ValidStatus } from '../licenses/schemas.ts';
 import { PublicLicenseQuery } from '../public/schemas.ts';
 import { VALIDITY_DEFAULT, VALIDITY_MAX, VALIDITY_MIN } from './service.ts';
 
@@ -49,6 +50,6 @@ export const KeyPairBody = Type.Object(
 
 export const TokenRequestBody = PublicLicenseQuery;
 
-export const TokenResult = Type.Object({ isValid: Type.Boolean(), token: Type.String({ description: 'ES256 JWT.' }) });
+export const TokenResult = Type.Object({ isValid: Type.Boolean(), status: ValidStatus, token: Type.String({ description: 'ES256 JWT.' }) });
 
 export const PublicKeyResult = Type.Object({ jwk: PublicJwkBody });

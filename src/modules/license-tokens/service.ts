@@ -1,4 +1,5 @@
 import { AppError, invalidRequest, notFound } from '../../core/errors.ts';
+import type { LicenseStatus } from '../../core/license-status.ts';
 import type { Principal } from '../../core/principal.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { SecretBox } from '../../core/secret-box.ts';
@@ -155,13 +156,13 @@ export class LicenseTokenService implements TokenIssuer {
     return (activation) => signers.get(activation.license.productId)?.sign(activation, this.clock());
   }
 
-  /** Token refresh: the validation checks (one list, in licenses/checks.ts), then a fresh token. */
-  async refresh(licenseKey: string, productId: string | string[], deviceIdentifier: string): Promise<string> {
+  /** Token refresh: the validation checks (one list, in licenses/checks.ts), then a fresh token and the status it carries. */
+  async refresh(licenseKey: string, productId: string | string[], deviceIdentifier: string): Promise<{ token: string; status: LicenseStatus }> {
     const result = await this.licenses.publicValidate(licenseKey, productId, deviceIdentifier);
     if (!result.isValid) throw failureError(result.reason);
     const signer = await this.signers.get(result.license.productId);
     if (!signer) throw new AppError('license_tokens_disabled', 'License tokens are not enabled for this product.');
-    return signer.sign(result, this.clock());
+    return { token: signer.sign(result, this.clock()), status: result.status };
   }
 
   private async copyable(principal: Principal, sourceId: string): Promise<KeyPairMaterial> {

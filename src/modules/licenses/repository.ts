@@ -25,6 +25,26 @@ const toDevice = (r: Pick<DeviceRow, 'identifier' | 'name' | 'activation_date'>)
   activationDate: r.activation_date,
 });
 
+const licenseRow = (l: LicenseRecord) => ({
+  key: l.key,
+  user_id: l.userId,
+  product_id: l.productId,
+  type: l.type,
+  expires_at: l.expiresAt,
+  revoked: flag(l.revoked),
+  email: l.email,
+  email_normalized: l.email === null ? null : normalizeEmail(l.email),
+  max_devices: l.maxDevices,
+  created_at: l.createdAt,
+});
+
+/** Rows per multi-row insert: 10 columns × 200 stays far below every store's parameter limit. */
+const INSERT_CHUNK = 200;
+
+function* chunks<T>(items: T[], size: number): Generator<T[]> {
+  for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
+}
+
 const LICENSE_COLUMNS = [
   'l.key',
   'l.user_id',
@@ -118,20 +138,26 @@ export class SqlLicenseRepository implements LicenseRepository {
   }
 
   async insert(unit: Unit, l: LicenseRecord): Promise<void> {
-    await executorOf(unit).run(
-      this.db.insertInto('licenses').values({
-        key: l.key,
-        user_id: l.userId,
-        product_id: l.productId,
-        type: l.type,
-        expires_at: l.expiresAt,
-        revoked: flag(l.revoked),
-        email: l.email,
-        email_normalized: l.email === null ? null : normalizeEmail(l.email),
-        max_devices: l.maxDevices,
-        created_at: l.createdAt,
-      }),
-    );
+    await executorOf(unit).run(this.db.insertInto('licenses').values(licenseRow(l)));
+  }
+
+  async insertMany(unit: Unit, licenses: License[]): Promise<void> {
+    const tx = executorOf(unit);
+    // Chunks keep each statement under SQLite's and PostgreSQL's bound-parameter limits.
+    for (const chunk of chunks(licenses, INSERT_CHUNK)) {
+      await tx.run(this.db.insertInto('licenses').values(chunk.map(licenseRow)));
+    }
+    const devices = licenses.flatMap((l) => l.activeDevices.map((d) => ({ license_key: l.key, identifier: d.identifier, name: d.name, activation_date: d.activationDate })));
+    for (const chunk of chunks(devices, INSERT_CHUNK)) await tx.run(this.db.insertInto('devices').values(chunk));
+  }
+
+  async ownersOf(keys: string[], unit?: Unit): Promise<Map<string, string>> {
+    const owners = new Map<string, string>();
+    const ex = readerOf(this.store, unit);
+    for (const chunk of chunks(keys, 500)) {
+      for (const row of await ex.all(this.db.selectFrom('licenses').select(['key', 'user_id']).where('key', 'in', chunk))) owners.set(row.key, row.user_id);
+    }
+    return owners;
   }
 
   getOwned(accountId: string, key: string, unit?: Unit): Promise<License | undefined> {

@@ -23,24 +23,24 @@ const licenseReply = { 200: Type.Ref('License'), ...errorResponses(400, 401, 403
 
 /** Server API for licenses (API key required; every query is scoped to the key's account). */
 export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService }> = async (app, { licenses }) => {
-  app.post('/licenses', { schema: { tags, security, summary: 'Create a license', body: CreateLicenseBody, response: licenseReply } }, async (req) =>
+  app.post('/licenses', { schema: { tags, security, operationId: 'create-license', summary: 'Create a license', body: CreateLicenseBody, response: licenseReply } }, async (req) =>
     licenseView(await licenses.create(req.principal, req.body)),
   );
 
-  app.get('/licenses', { schema: { tags, security, summary: 'Get a license', headers: LicenseKeyHeader, response: licenseReply } }, async (req) =>
+  app.get('/licenses', { schema: { tags, security, operationId: 'get-license', summary: 'Get a license', headers: LicenseKeyHeader, response: licenseReply } }, async (req) =>
     licenseView(await licenses.get(req.principal, req.headers['license-key'])),
   );
 
   app.patch(
     '/licenses',
-    { schema: { tags, security, summary: 'Update a license', headers: LicenseKeyHeader, body: UpdateLicenseBody, response: licenseReply } },
+    { schema: { tags, security, operationId: 'update-license', summary: 'Update a license', headers: LicenseKeyHeader, body: UpdateLicenseBody, response: licenseReply } },
     async (req) => licenseView(await licenses.update(req.principal, req.headers['license-key'], req.body)),
   );
 
   app.delete(
     '/licenses',
     {
-      schema: { tags, security, summary: 'Delete a license and its devices', headers: LicenseKeyHeader, response: { 200: EmptyResponse, ...errorResponses(401, 403, 404) } },
+      schema: { tags, security, operationId: 'delete-license', summary: 'Delete a license and its devices', headers: LicenseKeyHeader, response: { 200: EmptyResponse, ...errorResponses(401, 403, 404) } },
     },
     async (req, reply) => {
       await licenses.delete(req.principal, req.headers['license-key']);
@@ -54,6 +54,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
       schema: {
         tags,
         security,
+        operationId: 'send-license-purchase-email',
         summary: 'Send the purchase e-mail again',
         description: "Queues the purchase e-mail to the license's e-mail address; 400 when it has none.",
         headers: LicenseKeyHeader,
@@ -68,7 +69,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
 
   app.post(
     '/licenses/activate',
-    { schema: { tags, security, summary: 'Activate a device on a license', headers: LicenseKeyHeader, body: ServerActivateBody, response: licenseReply } },
+    { schema: { tags, security, operationId: 'activate-license', summary: 'Activate a device on a license', headers: LicenseKeyHeader, body: ServerActivateBody, response: licenseReply } },
     async (req) => licenseView(await licenses.serverActivate(req.principal, req.headers['license-key'], req.body.productId, req.body.device)),
   );
 
@@ -78,6 +79,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
       schema: {
         tags,
         security,
+        operationId: 'validate-license',
         summary: 'Validate a license',
         headers: LicenseKeyHeader,
         body: ServerValidateBody,
@@ -97,13 +99,13 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
 
   app.post(
     '/licenses/devices/:deviceId/remove',
-    { schema: { tags, security, summary: 'Remove a device from a license', headers: LicenseKeyHeader, params: DeviceParams, response: licenseReply } },
+    { schema: { tags, security, operationId: 'remove-license-device', summary: 'Remove a device from a license', headers: LicenseKeyHeader, params: DeviceParams, response: licenseReply } },
     async (req) => licenseView(await licenses.removeDevice(req.principal, req.headers['license-key'], req.params.deviceId)),
   );
 
   app.post(
     '/licenses/devices/reset',
-    { schema: { tags, security, summary: 'Remove every device from a license', headers: LicenseKeyHeader, response: licenseReply } },
+    { schema: { tags, security, operationId: 'reset-license-devices', summary: 'Remove every device from a license', headers: LicenseKeyHeader, response: licenseReply } },
     async (req) => licenseView(await licenses.resetDevices(req.principal, req.headers['license-key'])),
   );
 
@@ -113,6 +115,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
       schema: {
         tags,
         security,
+        operationId: 'list-product-licenses',
         summary: "List a product's licenses",
         params: ProductParams,
         querystring: ListLicensesQuery,

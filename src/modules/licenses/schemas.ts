@@ -1,16 +1,19 @@
 import { Type } from 'typebox';
 import { toIso, toIsoOrNull } from '../../core/time.ts';
-import { Email, Nullable, Timestamp } from '../../http/schema-helpers.ts';
+import type { LicenseStatus } from '../../core/license-status.ts';
+import { Email, Nullable, StringEnum, Timestamp } from '../../http/schema-helpers.ts';
+import { DEVICE_IDENTIFIER_MAX, DEVICE_NAME_MAX, MAX_DEVICES_MAX } from './limits.ts';
 import { LIST_LIMIT_MAX } from './service.ts';
-import type { Device, License, LicenseRecord } from './types.ts';
+import type { Device, License, LicenseRecord, LicenseType as LicenseTypeValue } from './types.ts';
 
-export const DEVICE_IDENTIFIER_MAX = 96;
-export const DEVICE_NAME_MAX = 64;
 
 export const DeviceIdentifier = Type.String({ minLength: 1, maxLength: DEVICE_IDENTIFIER_MAX });
 export const DeviceName = Type.String({ minLength: 1, maxLength: DEVICE_NAME_MAX });
-const LicenseType = Type.Union([Type.Literal('perpetual'), Type.Literal('timed')]);
-const MaxDevices = Type.Integer({ minimum: 1, maximum: 100000 });
+/** The status rule's values (core/license-status.ts); a valid license is active or fallbacked. */
+export const LicenseStatusBody = StringEnum<LicenseStatus>(['active', 'expired', 'revoked', 'fallbacked']);
+export const ValidStatus = StringEnum<LicenseStatus>(['active', 'fallbacked'], { description: 'fallbacked: expired, but the product allows fallback (limited access).' });
+const LicenseType = StringEnum<LicenseTypeValue>(['perpetual', 'timed']);
+const MaxDevices = Type.Integer({ minimum: 1, maximum: MAX_DEVICES_MAX });
 const ExpiresAtInput = Nullable(
   Type.String({ maxLength: 64, description: 'ISO 8601 date-time with Z or an offset, or YYYY-MM-DD (midnight UTC).' }),
 );
@@ -24,7 +27,7 @@ export const LicenseBody = Type.Object(
     key: Type.String(),
     userId: Type.String(),
     productId: Type.String(),
-    type: Type.String({ enum: ['perpetual', 'timed'] }),
+    type: LicenseType,
     expiresAt: Nullable(Timestamp),
     revoked: Type.Boolean(),
     email: Nullable(Type.String()),
@@ -39,7 +42,7 @@ export const PublicLicenseBody = Type.Object(
   {
     key: Type.String(),
     productId: Type.String(),
-    type: Type.String({ enum: ['perpetual', 'timed'] }),
+    type: LicenseType,
     revoked: Type.Boolean(),
     maxDevices: Type.Integer(),
     expiresAt: Nullable(Timestamp),
@@ -82,7 +85,7 @@ export const ServerValidateBody = Type.Object({
 
 export const ServerValidationBody = Type.Object({
   isValid: Type.Boolean(),
-  status: Type.String({ enum: ['active', 'expired', 'revoked', 'fallbacked'] }),
+  status: LicenseStatusBody,
   device: Nullable(DeviceBody),
   license: Type.Ref('License'),
 });

@@ -1,4 +1,4 @@
-import { invalidRequest, notFound } from '../../core/errors.ts';
+import { AppError, type Issue, invalidRequest, notFound } from '../../core/errors.ts';
 import { normalizeEmail } from '../../core/email.ts';
 import type { DeviceSnapshot, LicenseChanges, LicenseSnapshot } from '../../core/events.ts';
 import { generateLicenseKey, normalizeLicenseKey } from '../../core/license-key.ts';
@@ -8,6 +8,7 @@ import { parseTimestamp } from '../../core/time.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { ProductService } from '../products/service.ts';
 import { evaluate, type Failure, failureError } from './checks.ts';
+import { type ImportLicenseInput, importedLicense } from './import-rules.ts';
 import type { Device, License, LicenseFields, LicensePage, LicenseRecord, LicenseRepository, LicenseType, LockedLicense } from './types.ts';
 
 export interface CreateLicenseInput {
@@ -59,6 +60,14 @@ export interface ServerValidation {
   status: LicenseStatus;
   license: License;
   device: Device | null;
+}
+
+/** What importing one input would do: create it, skip it (the caller already holds the key), or why it cannot. */
+export type ImportVerdict = { action: 'create' | 'skip'; license: License } | { action: 'error'; issue: Issue };
+
+export interface ImportOutcome {
+  created: string[];
+  skipped: string[];
 }
 
 export const LIST_LIMIT_DEFAULT = 50;
@@ -171,6 +180,75 @@ export class LicenseService {
       await unit.emit({ type: 'license.created', actor: principal.actor, occurredAt: now, license: snapshot(license) });
       return { ...license, activeDevices: [] };
     }, outer);
+  }
+
+  /**
+   * Licenses brought from another service with their keys, creation dates, revocation and devices
+   * (activation dates kept), so customers' keys keep working: the CLI import. One unit for the
+   * list: every input is checked again inside it (checkImport's verdicts), and any bad one fails
+   * the whole call with an issue per bad input (path `<index>.<field>`). A key the caller already
+   * holds is skipped, so a re-run imports only what is missing. Emits license.created and a
+   * device.activated per device, as if each had been created and activated here.
+   */
+  importLicenses(principal: Principal, inputs: ImportLicenseInput[], outer?: Unit): Promise<ImportOutcome> {
+    return this.units.run(async (unit) => {
+      const verdicts = await this.verdicts(principal, inputs, unit);
+      const issues = verdicts.flatMap((v, i) => (v.action === 'error' ? [{ path: `${i}.${v.issue.path}`, message: v.issue.message }] : []));
+      if (issues.length) throw new AppError('invalid_request', 'The import is invalid.', issues);
+      const fresh = verdicts.flatMap((v) => (v.action === 'create' ? [v.license] : []));
+      await this.repo.insertMany(unit, fresh);
+      const now = this.clock();
+      for (const license of fresh) {
+        await unit.emit({ type: 'license.created', actor: principal.actor, occurredAt: now, license: snapshot(license) });
+        for (const device of license.activeDevices) {
+          await unit.emit({ type: 'device.activated', actor: principal.actor, occurredAt: now, license: snapshot(license), device: deviceSnapshot(device) });
+        }
+      }
+      return { created: fresh.map((l) => l.key), skipped: verdicts.flatMap((v) => (v.action === 'skip' ? [v.license.key] : [])) };
+    }, outer);
+  }
+
+  /** What importLicenses would do with each input, without writing (a dry run, and every bad row at once). */
+  checkImport(principal: Principal, inputs: ImportLicenseInput[]): Promise<ImportVerdict[]> {
+    return this.verdicts(principal, inputs);
+  }
+
+  private async verdicts(principal: Principal, inputs: ImportLicenseInput[], unit?: Unit): Promise<ImportVerdict[]> {
+    const now = this.clock();
+    const checked = inputs.map((input): ImportVerdict => {
+      try {
+        return { action: 'create', license: importedLicense(input, principal.accountId, now, (type, expiresAt) => resolveExpiry(type, expiresAt, null)) };
+      } catch (error) {
+        if (error instanceof AppError && error.issues?.[0]) return { action: 'error', issue: error.issues[0] };
+        throw error;
+      }
+    });
+    const licenses = checked.flatMap((v) => (v.action === 'error' ? [] : [v.license]));
+    const owners = await this.repo.ownersOf(licenses.map((l) => l.key), unit);
+    const owned = new Map<string, boolean>();
+    for (const productId of new Set(licenses.map((l) => l.productId))) owned.set(productId, await this.ownsProduct(principal, productId, unit));
+    const seen = new Set<string>();
+    return checked.map((v): ImportVerdict => {
+      if (v.action === 'error') return v;
+      const { key, productId } = v.license;
+      const error = (path: string, message: string): ImportVerdict => ({ action: 'error', issue: { path, message } });
+      if (seen.has(key)) return error('key', 'appears twice in this import');
+      seen.add(key);
+      if (!owned.get(productId)) return error('productId', 'is not a product of this account');
+      const owner = owners.get(key);
+      if (owner === principal.accountId) return { action: 'skip', license: v.license };
+      return owner === undefined ? v : error('key', 'is already in use by another account');
+    });
+  }
+
+  private async ownsProduct(principal: Principal, productId: string, unit?: Unit): Promise<boolean> {
+    try {
+      await this.products.get(principal, productId, unit);
+      return true;
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'not_found') return false;
+      throw error;
+    }
   }
 
   /** Queues the purchase e-mail again (400 when the license has no e-mail address). */

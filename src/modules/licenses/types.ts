@@ -61,6 +61,10 @@ export type LicenseFields = Partial<Omit<LicenseRecord, 'key' | 'userId' | 'prod
  */
 export interface LicenseRepository {
   insert(unit: Unit, license: LicenseRecord): Promise<void>;
+  /** Inserts licenses with their devices in few statements (the import's batches). */
+  insertMany(unit: Unit, licenses: License[]): Promise<void>;
+  /** Which of `keys` exist, with the account owning each (any account: keys are global). */
+  ownersOf(keys: string[], unit?: Unit): Promise<Map<string, string>>;
   /** The account's license with its devices. */
   getOwned(accountId: string, key: string, unit?: Unit): Promise<License | undefined>;
   /** The public hot path: license, product fallback flag and asking device in one statement. */

@@ -223,6 +223,7 @@ export const portalApiRoutes: FastifyPluginAsyncTypebox<{ portal: PortalService 
       schema: {
         tags: ['Portal'],
         security: [{ apiKey: [] }],
+        operationId: 'create-private-portal-session',
         summary: 'Create a private portal session',
         description: "A portal link for an e-mail address, valid 12 hours, showing only the licenses of the calling account's products.",
         body: PrivateSessionBody,

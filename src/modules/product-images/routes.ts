@@ -21,6 +21,7 @@ export const productImageRoutes: FastifyPluginAsyncTypebox<{ images: ProductImag
       schema: {
         tags,
         security,
+        operationId: 'upload-product-image',
         summary: "Upload the product's image",
         description: 'Raw PNG, JPEG or WebP bytes (type checked from the bytes), at most 1 MiB. Plus plan only (403 plan_required).',
         params: ProductParams,
@@ -45,6 +46,7 @@ export const productImageRoutes: FastifyPluginAsyncTypebox<{ images: ProductImag
       schema: {
         tags,
         security,
+        operationId: 'delete-product-image',
         summary: "Delete the product's image",
         params: ProductParams,
         response: { 200: EmptyResponse, ...errorResponses(401, 403, 404) },
@@ -62,7 +64,7 @@ export const publicProductImageRoutes: FastifyPluginAsyncTypebox<{ images: Produ
   app.get(
     '/public/products/:productId/image',
     {
-      schema: { tags: ['Public'], summary: "A product's image", description: 'The raw bytes with their type; cacheable, revalidated by ETag.', params: ProductParams },
+      schema: { tags: ['Public'], operationId: 'public-get-product-image', summary: "A product's image", description: 'The raw bytes with their type; cacheable, revalidated by ETag.', params: ProductParams },
     },
     async (req, reply) => {
       const image = await images.get(req.params.productId);

@@ -25,6 +25,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = asyn
     {
       schema: {
         tags,
+        operationId: 'public-activate-license',
         summary: 'Activate a device',
         body: PublicActivateBody,
         response: { 200: PublicActivationResult, ...errorResponses(400, 413, 415, 429) },
@@ -50,6 +51,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = asyn
     {
       schema: {
         tags,
+        operationId: 'public-validate-license',
         summary: 'Validate a license on a device',
         description: 'Always 200 for a well-formed request; an invalid license gives isValid false, null fields and a reason.',
         body: PublicLicenseQuery,
@@ -69,6 +71,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = asyn
     {
       schema: {
         tags,
+        operationId: 'public-remove-device',
         summary: 'Remove a device (idempotent)',
         body: PublicLicenseQuery,
         response: { 200: EmptyResponse, ...errorResponses(400, 413, 415, 429) },

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
-import { Nullable } from '../../http/schema-helpers.ts';
-import { DeviceBody, DeviceIdentifier, DeviceName, PublicLicenseBody } from '../licenses/schemas.ts';
+import { Nullable, StringEnum } from '../../http/schema-helpers.ts';
+import type { Failure } from '../licenses/checks.ts';
+import { DeviceBody, DeviceIdentifier, DeviceName, PublicLicenseBody, ValidStatus } from '../licenses/schemas.ts';
 
 export const LicenseKeyInput = Type.String({ minLength: 1, maxLength: 64 });
 
@@ -25,7 +26,7 @@ export const PublicLicenseQuery = Type.Object({
 
 export const PublicActivationResult = Type.Object({
   isValid: Type.Boolean(),
-  status: Type.String(),
+  status: ValidStatus,
   token: Type.Optional(Type.String({ description: 'Signed license token; present when the product has license tokens enabled.' })),
   device: DeviceBody,
   license: PublicLicenseBody,
@@ -33,10 +34,10 @@ export const PublicActivationResult = Type.Object({
 
 export const PublicValidationResult = Type.Object({
   isValid: Type.Boolean(),
-  status: Nullable(Type.String({ enum: ['active', 'fallbacked'] })),
+  status: Nullable(ValidStatus),
   device: Nullable(DeviceBody),
   license: Nullable(PublicLicenseBody),
   reason: Type.Optional(
-    Type.String({ enum: ['not_found', 'product_mismatch', 'revoked', 'expired', 'device_not_activated'], description: 'Why the license is not valid.' }),
+    StringEnum<Failure>(['not_found', 'product_mismatch', 'revoked', 'expired', 'device_not_activated'], { description: 'Why the license is not valid.' }),
   ),
 });

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { AppError } from '../../core/errors.ts';
 import { corsPreflight, allowAnyOrigin } from '../../http/cors.ts';
 import type { LicenseTokenService } from '../license-tokens/service.ts';
 import { publicLicenseTokenRoutes } from '../license-tokens/routes.ts';
@@ -35,4 +36,14 @@ export const publicApi: FastifyPluginAsync<PublicApiOptions> = async (app, { lic
   await app.register(publicRoutes, { licenses, tokens });
   await app.register(publicLicenseTokenRoutes, { tokens });
   await app.register(publicProductImageRoutes, { images });
+  // An unknown public path is a 404 a browser can read: answered in this scope, with its CORS
+  // headers (the app's not-found handler runs outside it), and counted by its rate limit.
+  app.route({
+    method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    url: '/public/*',
+    schema: { hide: true },
+    handler: async () => {
+      throw new AppError('not_found', 'Not found.');
+    },
+  });
 };

@@ -28,6 +28,8 @@ export interface Config {
   logLevel: string;
   trustProxy: boolean;
   rateLimit: RateLimitConfig;
+  /** Where the stripe package sends its calls (STRIPE_API_URL; Stripe's own address when unset). */
+  stripeApiUrl?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -66,6 +68,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) throw new Error('DATABASE_URL must be a postgres:// URL');
   const smtpUrl = env.SMTP_URL || undefined;
   if (smtpUrl && !/^smtps?:\/\/[^/?#]/.test(smtpUrl)) throw new Error('SMTP_URL must be an smtp:// or smtps:// URL');
+  const stripeApiUrl = env.STRIPE_API_URL || undefined;
+  if (stripeApiUrl && !/^https?:\/\/[^/?#]+\/?$/.test(stripeApiUrl)) throw new Error('STRIPE_API_URL must be an http(s) origin, e.g. https://api.stripe.com');
   const rateLimitOff = (env.RATE_LIMIT ?? '').toLowerCase() === 'off';
   return {
     port,
@@ -79,6 +83,7 @@ export function loadConfig(env: Env = process.env): Config {
     mailFrom: env.MAIL_FROM || 'Tessera <no-reply@localhost>',
     logLevel: env.LOG_LEVEL || 'info',
     trustProxy: (env.TRUST_PROXY ?? '').toLowerCase() === 'true',
+    stripeApiUrl,
     rateLimit: {
       enabled: !rateLimitOff,
       publicPerMinute: int(env, 'RATE_LIMIT_PUBLIC_PER_MINUTE', 600),

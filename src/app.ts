@@ -77,6 +77,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   registerOutboxWorker(app, services, config, mail);
   await app.register(portalRoutes, {
     portal: services.portal,
+    invoices: services.payments,
     csrf: new Csrf(config.secretKey, 'portal'),
     // Secure cookies need https; a plain-http BASE_URL (local use) gets them without the flag.
     secureCookies: config.baseUrl.startsWith('https://'),

@@ -24,6 +24,8 @@ interface DoubleAccount {
   denied: Set<string>;
   prices: Map<string, Record<string, unknown>>;
   sessions: Map<string, { priceId: string; quantity: number }[]>;
+  /** Line items of any session not registered one by one (load tests make a new session per request). */
+  anySession?: { priceId: string; quantity: number }[];
   invoices: Map<string, Record<string, unknown>>;
 }
 
@@ -37,6 +39,8 @@ function stripeError(res: ServerResponse, status: number, error: Record<string, 
 
 export class StripeDouble {
   readonly requests: RecordedRequest[] = [];
+  /** Off for load runs: nothing is kept per request. */
+  record = true;
   /** Webhook endpoints that exist, by id. */
   readonly endpoints = new Map<string, { key: string; url: string; secret: string; enabled_events: string[] }>();
   private readonly accounts = new Map<string, DoubleAccount>();
@@ -104,6 +108,11 @@ export class StripeDouble {
     return sessionId;
   }
 
+  /** Every session id not registered with `session()` answers these line items. */
+  anySession(key: string, items: { priceId: string; quantity?: number }[]): void {
+    this.get(key).anySession = items.map((i) => ({ priceId: i.priceId, quantity: i.quantity ?? 1 }));
+  }
+
   invoice(key: string, invoiceId = id('in')): string {
     const acct = this.get(key);
     acct.invoices.set(invoiceId, {
@@ -158,7 +167,7 @@ export class StripeDouble {
     const key = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? null;
     const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
     for (const [k, v] of url.searchParams) form.append(k, v);
-    this.requests.push({ method: req.method ?? '', path: url.pathname, key, form });
+    if (this.record) this.requests.push({ method: req.method ?? '', path: url.pathname, key, form });
 
     if (this.failures.left > 0) {
       this.failures.left--;
@@ -217,7 +226,7 @@ export class StripeDouble {
       return price ? json(price) : missing('price', m[1]!);
     }
     if ((m = /^GET \/v1\/checkout\/sessions\/([^/]+)\/line_items$/.exec(route))) {
-      const items = acct.sessions.get(m[1]!);
+      const items = acct.sessions.get(m[1]!) ?? acct.anySession;
       if (!items) return missing('checkout.session', m[1]!);
       const data = items.map((item, i) => {
         const price = acct.prices.get(item.priceId) ?? { id: item.priceId, object: 'price', unit_amount: 0, currency: 'usd' };

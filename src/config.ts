@@ -30,6 +30,8 @@ export interface Config {
   rateLimit: RateLimitConfig;
   /** Where the stripe package sends its calls (STRIPE_API_URL; Stripe's own address when unset). */
   stripeApiUrl?: string;
+  /** STRIPE_CLI_WEBHOOK_SECRET: for local testing with `stripe listen` (test-mode connections only). */
+  stripeCliWebhookSecret?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -84,6 +86,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.LOG_LEVEL || 'info',
     trustProxy: (env.TRUST_PROXY ?? '').toLowerCase() === 'true',
     stripeApiUrl,
+    stripeCliWebhookSecret: env.STRIPE_CLI_WEBHOOK_SECRET || undefined,
     rateLimit: {
       enabled: !rateLimitOff,
       publicPerMinute: int(env, 'RATE_LIMIT_PUBLIC_PER_MINUTE', 600),

@@ -34,6 +34,8 @@ export interface ServiceOptions {
   eventConsumers?: EventConsumer[];
   /** STRIPE_API_URL (config.stripeApiUrl): where the stripe package sends its calls. */
   stripeApiUrl?: string;
+  /** STRIPE_CLI_WEBHOOK_SECRET (development): `stripe listen`'s signing secret, accepted for test-mode connections. */
+  stripeCliWebhookSecret?: string;
 }
 
 /**
@@ -71,6 +73,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
     baseUrl,
     onBackgroundError,
     clock,
+    options.stripeCliWebhookSecret ? { stripe: options.stripeCliWebhookSecret } : {},
   );
   return { store, clock, units, events, outbox, jobConsumers, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments };
 }

@@ -139,3 +139,22 @@ forEachStore('payments (security)', (kind) => {
     });
   });
 });
+
+describe('payments (stripe listen secret, development)', () => {
+  const CLI_SECRET = 'whsec_cli_local_testing_secret';
+  const p = usePaymentsApp('sqlite', { env: { STRIPE_CLI_WEBHOOK_SECRET: CLI_SECRET } });
+
+  it("accepts events signed with STRIPE_CLI_WEBHOOK_SECRET for a test-mode connection, never for a live one", async () => {
+    const t = await createTenant(p.ctx);
+    const c = await connectStripe(p, t);
+    const object = stripeObjects.checkoutSession({ id: p.double.session(c.key, []), email: 'cli@example.com' });
+    expect((await deliver(p.ctx, c.connectionId, signedEvent(CLI_SECRET, 'checkout.session.completed', object))).status).toBe(200);
+    expect((await deliver(p.ctx, c.connectionId, signedEvent('whsec_other', 'checkout.session.completed', object))).status).toBe(400);
+
+    const live = await createTenant(p.ctx);
+    const lc = await connectStripe(p, live, p.double.account({ key: `rk_live_${Date.now()}abcdef`, livemode: true }));
+    const res = await deliver(p.ctx, lc.connectionId, signedEvent(CLI_SECRET, 'checkout.session.completed', object));
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_signature');
+  });
+});

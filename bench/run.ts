@@ -227,6 +227,11 @@ async function runStore(store: StoreKind, count: number): Promise<void> {
         const result = await measure(child, request, load);
         rows.push({ store, licenses: count, scenario: scenario.name, ...result });
         say(`  ${scenario.name}: ${Math.round(result.rps)} req/s, p99 ${result.p99} ms, server CPU ${Math.round(result.cpuPercent)}% (${Math.round(result.cpuPerRequestUs)} µs/req), load CPU ${Math.round(result.loadCpuPercent)}%`);
+        if (scenario.pacedRate) {
+          const paced = await measure(child, request, { ...load, rate: scenario.pacedRate });
+          rows.push({ store, licenses: count, scenario: `${scenario.name} @ ${scenario.pacedRate}/s`, ...paced });
+          say(`  ${scenario.name} @ ${scenario.pacedRate}/s: ${Math.round(paced.rps)} req/s, p99 ${paced.p99} ms, failed ${paced.failed}`);
+        }
       }
       peaks.push({ label: `${store}, ${count.toLocaleString('en-US')} licenses`, hwmMiB: child.memory().hwmMiB });
     } finally {
@@ -340,8 +345,11 @@ async function runAll(): Promise<void> {
   if (purchases.length > 0) {
     console.log('\nTargets (issue 9):');
     for (const r of purchases) {
-      const target = r.store === 'sqlite' ? ` (target >= 300/s, p99 < 100 ms): ${r.rps >= 300 && r.p99 < 100 ? 'met' : 'NOT met'}` : ' (reported beside SQLite)';
-      console.log(`- Stripe purchase events, ${r.store}, ${fmt(r.licenses ?? 0)} licenses: ${fmt(r.rps)} events/s, p99 ${r.p99} ms${target}`);
+      const paced = rows.find((p) => p.store === r.store && p.licenses === r.licenses && p.scenario.startsWith('stripe purchase @'));
+      const at = paced ? `; at 300/s offered: ${fmt(paced.rps)}/s answered, p99 ${paced.p99} ms, ${paced.failed} failed` : '';
+      const met = r.rps >= 300 && paced !== undefined && paced.p99 < 100 && paced.failed === 0;
+      const target = r.store === 'sqlite' ? ` (target >= 300/s with p99 < 100 ms): ${met ? 'met' : 'NOT met'}` : ' (reported beside SQLite)';
+      console.log(`- Stripe purchase events, ${r.store}, ${fmt(r.licenses ?? 0)} licenses: ${fmt(r.rps)} events/s at saturation (${load.connections} connections, p99 ${r.p99} ms)${at}${target}`);
     }
   }
 }

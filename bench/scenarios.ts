@@ -28,6 +28,11 @@ export interface Scenario {
    * (a payment provider's test double); its `env` goes to every server child.
    */
   start?(): Promise<{ env: Record<string, string>; stop(): Promise<void> }>;
+  /**
+   * Also measure at this offered rate (requests/s, open loop): a latency target stated at a rate
+   * ("p99 under 100 ms at 300/s") is read there, not at saturation, where latency is only queueing.
+   */
+  pacedRate?: number;
 }
 
 const json = { 'content-type': 'application/json' };

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { type DomainEvent, eventAccountId } from '../../src/core/events.ts';
 import { call, createProduct, createTenant } from '../support/app.ts';
 import { connectStripe, licensesOf, mapPrice, purchaseMailsTo, rowCount, send, usePaymentsApp } from '../support/payments.ts';
 import { forEachStore } from '../support/stores.ts';
@@ -272,6 +273,36 @@ forEachStore('payments (happy)', (kind) => {
       await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: buyer(), paymentIntent: 'pi_partial1' }));
       expect((await send(p.ctx, c, 'charge.refunded', stripeObjects.charge({ paymentIntent: 'pi_partial1', refunded: false }))).status).toBe(200);
       expect((await licensesOf(p.ctx.store, t.userId))[0]!.revoked).toBeFalsy();
+    });
+
+    it('emits purchase.completed and purchase.refunded with a plain purchase snapshot (account, status, license keys), actor provider stripe', async () => {
+      const seen: DomainEvent[] = [];
+      const { t, c, price } = await setup({});
+      p.ctx.services.events.subscribe((e) => void (eventAccountId(e) === t.userId && seen.push(e)));
+      const session = double.session(c.key, [{ priceId: price }]);
+      await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: 'events@example.com', paymentIntent: 'pi_events_1' }));
+      await send(p.ctx, c, 'charge.dispute.created', stripeObjects.dispute({ paymentIntent: 'pi_events_1' }));
+      const [license] = await licensesOf(p.ctx.store, t.userId);
+      expect(seen.map((e) => e.type)).toEqual(['license.created', 'purchase.completed', 'license.updated', 'purchase.refunded']);
+      expect(seen.every((e) => e.actor.type === 'provider' && e.actor.provider === 'stripe')).toBe(true);
+      const completed = seen[1]!;
+      expect(completed.type === 'purchase.completed' && completed.purchase).toEqual({
+        id: expect.stringMatching(/^pur_/),
+        accountId: t.userId,
+        provider: 'stripe',
+        sessionId: session,
+        email: 'events@example.com',
+        amountTotal: 4900,
+        currency: 'usd',
+        status: 'fulfilled',
+        licenseKeys: [license!.key],
+        hasInvoice: false,
+        createdAt: expect.any(Number),
+      });
+      const refunded = seen[3]!;
+      expect(refunded.type === 'purchase.refunded' && [refunded.reason, refunded.purchase.status, refunded.purchase.licenseKeys]).toEqual(['disputed', 'disputed', [license!.key]]);
+      // Serializable as it is (operator webhooks forward events generically).
+      expect(JSON.parse(JSON.stringify(completed))).toEqual(completed);
     });
 
     it('any other event is 200 and ignored', async () => {

@@ -158,3 +158,16 @@ describe('payments (stripe listen secret, development)', () => {
     expect(res.body.error.code).toBe('invalid_signature');
   });
 });
+
+describe('payments (webhook rate limit)', () => {
+  const p = usePaymentsApp('sqlite', { env: { RATE_LIMIT: 'on', RATE_LIMIT_SERVER_PER_MINUTE: '3' } });
+
+  it('limits deliveries per connection (Stripe sends every account\'s events from the same addresses)', async () => {
+    const a = await connectStripe(p, await createTenant(p.ctx));
+    const b = await connectStripe(p, await createTenant(p.ctx));
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await send(p.ctx, a, 'customer.created', { id: `cus_${i}`, object: 'customer' })).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    expect((await send(p.ctx, b, 'customer.created', { id: 'cus_b', object: 'customer' })).status).toBe(200);
+  });
+});

@@ -70,10 +70,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
     products,
     licenses,
     new SecretBox(secretKey, 'payment-providers'),
-    baseUrl,
-    onBackgroundError,
-    clock,
-    options.stripeCliWebhookSecret ? { stripe: options.stripeCliWebhookSecret } : {},
+    { baseUrl, onBackgroundError, clock, cliSecrets: options.stripeCliWebhookSecret ? { stripe: options.stripeCliWebhookSecret } : {} },
   );
   return { store, clock, units, events, outbox, jobConsumers, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments };
 }

@@ -4,7 +4,7 @@ import type { Store } from '../../storage/index.ts';
 import { bool, flag, type PaymentConnectionsTable, type PriceMappingsTable, type PurchasesTable } from '../../storage/schema.ts';
 import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
 import type { Executor } from '../../storage/store.ts';
-import type { Connection, CustomerScope, PaymentRepository, PriceMapping, Purchase, PurchaseStatus } from './service.ts';
+import type { Connection, CustomerScope, PaymentRepository, PriceMapping, Purchase, PurchaseStatus } from './types.ts';
 
 const toConnection = (r: Selectable<PaymentConnectionsTable>): Connection => ({
   id: r.id,

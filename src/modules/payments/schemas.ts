@@ -1,7 +1,8 @@
 import { Type } from 'typebox';
 import { toIso, toIsoOrNull } from '../../core/time.ts';
 import { Nullable, Timestamp } from '../../http/schema-helpers.ts';
-import { PURCHASE_LIMIT_MAX, type Connection, type PriceMapping, type Purchase } from './service.ts';
+import { PURCHASE_LIMIT_MAX } from './service.ts';
+import type { Connection, PriceMapping, Purchase } from './types.ts';
 
 export const ConnectStripeBody = Type.Object(
   {

@@ -9,86 +9,7 @@ import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { LicenseService } from '../licenses/service.ts';
 import type { ProductService } from '../products/service.ts';
 import type { Invoice, LineItem, PaidPurchase, PaymentProvider, ReversedPayment } from './provider.ts';
-
-export type PurchaseStatus = PurchaseSnapshot['status'];
-
-export interface Connection {
-  id: string;
-  accountId: string;
-  provider: string;
-  livemode: boolean;
-  webhookEndpointId: string;
-  apiKeySealed: string;
-  webhookSecretSealed: string;
-  connectedAt: number;
-}
-
-export interface PriceMapping {
-  accountId: string;
-  provider: string;
-  priceId: string;
-  productId: string;
-  maxDevices: number;
-  licenseType: 'perpetual' | 'timed';
-  offsetDays: number | null;
-  fixedExpiresAt: number | null;
-  createdAt: number;
-}
-
-export interface Purchase {
-  id: string;
-  accountId: string;
-  provider: string;
-  sessionId: string;
-  paymentId: string | null;
-  email: string | null;
-  amountTotal: number | null;
-  currency: string | null;
-  status: PurchaseStatus;
-  invoiceId: string | null;
-  createdAt: number;
-  licenseKeys: string[];
-}
-
-export interface PurchasePage {
-  data: Purchase[];
-  nextCursor: string | null;
-}
-
-/** Who may see a purchase's invoice in the portal: its buyer, within the session's scope. */
-export interface CustomerScope {
-  email: string;
-  /** A private session shows one account's purchases only. */
-  userId: string | null;
-}
-
-/** Storage of payments; every query scoped to the account in SQL. */
-export interface PaymentRepository {
-  /** By id alone: the webhook URL names the connection (its signature then proves the sender). */
-  findConnectionById(id: string): Promise<Connection | undefined>;
-  findConnection(accountId: string, provider: string, unit?: Unit): Promise<Connection | undefined>;
-  /** Replaces the account's connection to the provider; returns the one it replaced. */
-  replaceConnection(unit: Unit, connection: Connection): Promise<Connection | undefined>;
-  deleteConnection(unit: Unit, accountId: string, id: string): Promise<void>;
-  findMapping(accountId: string, provider: string, priceId: string): Promise<PriceMapping | undefined>;
-  /** False when the price is mapped already (the primary key decides, also under concurrency). */
-  insertMapping(unit: Unit, mapping: PriceMapping): Promise<boolean>;
-  listMappings(accountId: string, productId: string): Promise<PriceMapping[]>;
-  deleteMapping(unit: Unit, accountId: string, productId: string, priceId: string): Promise<boolean>;
-  mappingsFor(unit: Unit, accountId: string, provider: string, priceIds: string[]): Promise<PriceMapping[]>;
-  findPurchaseBySession(accountId: string, provider: string, sessionId: string): Promise<Purchase | undefined>;
-  /** False when the session has a purchase already (the unique key decides, also across processes). */
-  insertPurchase(unit: Unit, purchase: Purchase, emailNormalized: string | null): Promise<boolean>;
-  addPurchaseLicense(unit: Unit, purchaseId: string, lineItemId: string, licenseKey: string): Promise<void>;
-  /** The purchases paid with `paymentId`, locked until `unit` ends. */
-  lockPurchasesByPayment(unit: Unit, accountId: string, provider: string, paymentId: string): Promise<Purchase[]>;
-  setPurchaseStatus(unit: Unit, id: string, status: PurchaseStatus, now: number): Promise<void>;
-  listPurchases(accountId: string, limit: number, before?: { createdAt: number; id: string }): Promise<Purchase[]>;
-  getPurchase(accountId: string, id: string): Promise<Purchase | undefined>;
-  findCustomerPurchase(scope: CustomerScope, id: string): Promise<Purchase | undefined>;
-  /** license key → id of its purchase, for the buyer's licenses whose purchase has an invoice. */
-  invoicedPurchases(scope: CustomerScope, licenseKeys: string[]): Promise<Map<string, string>>;
-}
+import type { Connection, CustomerScope, PaymentRepository, PriceMapping, Purchase, PurchasePage } from './types.ts';
 
 export interface MappingInput {
   priceId: string;
@@ -162,6 +83,16 @@ function retryLater(error: unknown): never {
   throw error;
 }
 
+export interface PaymentServiceOptions {
+  /** Notification URLs registered at providers start here (BASE_URL). */
+  baseUrl: string;
+  /** Failures of after-commit work (deleting a replaced endpoint at the provider). */
+  onBackgroundError?: (error: unknown) => void;
+  clock?: () => number;
+  /** Development only: a provider's CLI signing secret (`stripe listen`), also accepted for test-mode connections. */
+  cliSecrets?: Record<string, string>;
+}
+
 /**
  * Payments: the connection to a provider, price mappings, and the fulfilment rules, written once
  * for every provider: a paid purchase creates one license per mapped line item (through the
@@ -170,6 +101,10 @@ function retryLater(error: unknown): never {
  */
 export class PaymentService {
   private readonly providers: Map<string, PaymentProvider>;
+  private readonly baseUrl: string;
+  private readonly onBackgroundError: (error: unknown) => void;
+  private readonly clock: () => number;
+  private readonly cliSecrets: Record<string, string>;
 
   constructor(
     private readonly repo: PaymentRepository,
@@ -178,13 +113,13 @@ export class PaymentService {
     private readonly products: ProductService,
     private readonly licenses: LicenseService,
     private readonly secrets: SecretBox,
-    private readonly baseUrl: string,
-    private readonly onBackgroundError: (error: unknown) => void,
-    private readonly clock: () => number = Date.now,
-    /** Development only: a provider's CLI secret (`stripe listen`), also accepted for test-mode connections. */
-    private readonly cliSecrets: Record<string, string> = {},
+    options: PaymentServiceOptions,
   ) {
     this.providers = new Map(providers.map((p) => [p.name, p]));
+    this.baseUrl = options.baseUrl;
+    this.onBackgroundError = options.onBackgroundError ?? (() => {});
+    this.clock = options.clock ?? Date.now;
+    this.cliSecrets = options.cliSecrets ?? {};
   }
 
   private provider(name: string): PaymentProvider {

@@ -14,7 +14,9 @@
  * `request(ctx)` returning an autocannon request (vary it per request in `setupRequest`), a
  * `check(status, body)` for one sample answer, and optionally `prepare(ctx)` to set up data
  * beyond the seed (ctx has the base URL, the API key, the product id and the license keys, each
- * license i with the active device `deviceOf(i)`). `--scenarios` selects by name.
+ * license i with the active device `deviceOf(i)`). `--scenarios` selects by name. `start()` runs a
+ * helper the scenario needs beside the server (the Stripe double) once, its `env` going to every
+ * server child; `pacedRate` also measures the scenario at that offered rate (open loop).
  *
  *   npm run bench -- --quick
  *   npm run bench -- --stores sqlite --sqlite-licenses 10000,100000,1000000 --duration 15

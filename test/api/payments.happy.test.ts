@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { type DomainEvent, eventAccountId } from '../../src/core/events.ts';
 import { call, createProduct, createTenant } from '../support/app.ts';
 import { connectStripe, licensesOf, mapPrice, purchaseMailsTo, rowCount, send, usePaymentsApp } from '../support/payments.ts';
+import { outboxFor } from '../support/mail.ts';
 import { forEachStore } from '../support/stores.ts';
 import { stripeObjects } from '../support/stripe-double.ts';
 
@@ -127,6 +128,11 @@ forEachStore('payments (happy)', (kind) => {
       expect(licenses).toHaveLength(1);
       expect(licenses[0]).toMatchObject({ product_id: product.id, type: 'perpetual', expires_at: null, max_devices: 2, email });
       expect(await purchaseMailsTo(p.ctx.store, email)).toBe(1);
+      const [job] = await outboxFor(p.ctx.store, email);
+      const row = await p.ctx.store.read.first(p.ctx.store.db.selectFrom('outbox').select('payload').where('id', '=', job!.id));
+      const mail = JSON.parse(row!.payload) as { kind: string; subject: string; text: string };
+      expect(mail).toMatchObject({ kind: 'purchase', subject: 'Your license key for Photo Studio' });
+      expect(mail.text).toContain(licenses[0]!.key);
 
       const list = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth });
       expect(list.body).toEqual({

@@ -45,4 +45,14 @@ forEachStore('payments (concurrency)', (kind) => {
     expect(reversals).toBe(1);
     expect((await licensesOf(p.ctx.store, t.userId))[0]!.revoked).toBeTruthy();
   });
+
+  it('5 concurrent connects of one account: all answered, one connection left, the other endpoints deleted at Stripe', async () => {
+    const t = await createTenant(p.ctx);
+    const key = p.double.account();
+    const results = await Promise.all(Array.from({ length: 5 }, () => call(p.ctx, { method: 'PUT', url: '/api/v1/payments/stripe', headers: t.auth, json: { restrictedKey: key } })));
+    expect(results.map((r) => r.status)).toEqual(Array(5).fill(200));
+    const rows = await p.ctx.store.read.all(p.ctx.store.db.selectFrom('payment_connections').select(['id', 'webhook_endpoint_id']).where('user_id', '=', t.userId));
+    expect(rows).toHaveLength(1);
+    await expect.poll(() => [...p.double.endpoints.entries()].filter(([, e]) => e.key === key).map(([id]) => id)).toEqual([rows[0]!.webhook_endpoint_id]);
+  });
 });

@@ -85,17 +85,18 @@ export class SqlPaymentRepository implements PaymentRepository {
 
   async replaceConnection(unit: Unit, c: Connection): Promise<Connection | undefined> {
     const tx = executorOf(unit);
-    const old = await tx.first(
-      this.db
-        .selectFrom('payment_connections')
-        .selectAll()
-        .where('user_id', '=', c.accountId)
-        .where('provider', '=', c.provider)
-        .$if(this.store.lockRows, (q) => q.forUpdate()),
-    );
-    if (old) await tx.run(this.db.deleteFrom('payment_connections').where('id', '=', old.id));
-    await tx.run(
-      this.db.insertInto('payment_connections').values({
+    const current = () =>
+      tx.first(
+        this.db
+          .selectFrom('payment_connections')
+          .selectAll()
+          .where('user_id', '=', c.accountId)
+          .where('provider', '=', c.provider)
+          .$if(this.store.lockRows, (q) => q.forUpdate()),
+      );
+    const insert = this.db
+      .insertInto('payment_connections')
+      .values({
         id: c.id,
         user_id: c.accountId,
         provider: c.provider,
@@ -104,9 +105,15 @@ export class SqlPaymentRepository implements PaymentRepository {
         api_key_sealed: c.apiKeySealed,
         webhook_secret_sealed: c.webhookSecretSealed,
         connected_at: c.connectedAt,
-      }),
-    );
-    return old && toConnection(old);
+      })
+      .onConflict((oc) => oc.columns(['user_id', 'provider']).doNothing());
+    // A lock on no row locks nothing: when a concurrent connect inserts first (PostgreSQL), the insert
+    // below waits for it and skips; the row is then there to lock and replace.
+    for (;;) {
+      const old = await current();
+      if (old) await tx.run(this.db.deleteFrom('payment_connections').where('id', '=', old.id));
+      if ((await tx.run(insert)) === 1) return old && toConnection(old);
+    }
   }
 
   async deleteConnection(unit: Unit, accountId: string, id: string): Promise<void> {

@@ -174,6 +174,15 @@ export interface PurchaseLicensesTable {
   license_key: string;
 }
 
+/** A reversal (refund, dispute) that arrived before its purchase (migration 005). */
+export interface PaymentReversalsTable {
+  user_id: string;
+  provider: string;
+  payment_id: string;
+  reason: 'refunded' | 'disputed';
+  created_at: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -190,6 +199,7 @@ export interface Database {
   price_mappings: PriceMappingsTable;
   purchases: PurchasesTable;
   purchase_licenses: PurchaseLicensesTable;
+  payment_reversals: PaymentReversalsTable;
 }
 
 export const bool = (value: boolean | number): boolean => value === true || value === 1;

@@ -273,6 +273,18 @@ forEachStore('payments (happy)', (kind) => {
       });
     }
 
+    it('a refund that arrives before its checkout event (still being retried): the purchase is recorded refunded, with no license and no e-mail', async () => {
+      const { t, c, price } = await setup({});
+      const session = double.session(c.key, [{ priceId: price }]);
+      const email = buyer();
+      expect((await send(p.ctx, c, 'charge.refunded', stripeObjects.charge({ paymentIntent: 'pi_early_refund', refunded: true }))).status).toBe(200);
+      expect((await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email, paymentIntent: 'pi_early_refund' }))).status).toBe(200);
+      expect(await licensesOf(p.ctx.store, t.userId)).toHaveLength(0);
+      expect(await purchaseMailsTo(p.ctx.store, email)).toBe(0);
+      const list = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth });
+      expect(list.body.data).toMatchObject([{ sessionId: session, status: 'refunded', licenseKeys: [] }]);
+    });
+
     it('a partial refund revokes nothing', async () => {
       const { t, c, price } = await setup({});
       const session = double.session(c.key, [{ priceId: price }]);

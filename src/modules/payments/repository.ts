@@ -223,6 +223,22 @@ export class SqlPaymentRepository implements PaymentRepository {
     await executorOf(unit).run(this.db.updateTable('purchases').set({ status, updated_at: now }).where('id', '=', id));
   }
 
+  async rememberReversal(unit: Unit, accountId: string, provider: string, paymentId: string, reason: 'refunded' | 'disputed', now: number): Promise<void> {
+    await executorOf(unit).run(
+      this.db
+        .insertInto('payment_reversals')
+        .values({ user_id: accountId, provider, payment_id: paymentId, reason, created_at: now })
+        .onConflict((oc) => oc.columns(['user_id', 'provider', 'payment_id']).doNothing()),
+    );
+  }
+
+  async earlyReversal(unit: Unit, accountId: string, provider: string, paymentId: string): Promise<'refunded' | 'disputed' | undefined> {
+    const row = await executorOf(unit).first(
+      this.db.selectFrom('payment_reversals').select('reason').where('user_id', '=', accountId).where('provider', '=', provider).where('payment_id', '=', paymentId),
+    );
+    return row?.reason;
+  }
+
   async listPurchases(accountId: string, limit: number, before?: { createdAt: number; id: string }): Promise<Purchase[]> {
     const rows = await this.store.read.all(
       this.db

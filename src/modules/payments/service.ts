@@ -298,7 +298,9 @@ export class PaymentService {
     return this.units.run(async (unit): Promise<NotificationOutcome> => {
       const priceIds = [...new Set(items.flatMap((i) => (i.priceId ? [i.priceId] : [])))];
       const mappings = new Map((await this.repo.mappingsFor(unit, principal.accountId, providerName, priceIds)).map((m) => [m.priceId, m]));
-      const mapped = items.filter((i) => i.priceId !== null && mappings.has(i.priceId));
+      // Refunded or disputed before this event got through (it was being retried): recorded as such, no license.
+      const reversed = paid.paymentId ? await this.repo.earlyReversal(unit, principal.accountId, providerName, paid.paymentId) : undefined;
+      const mapped = reversed ? [] : items.filter((i) => i.priceId !== null && mappings.has(i.priceId));
       const purchase: Purchase = {
         id: newPurchaseId(),
         accountId: principal.accountId,
@@ -309,7 +311,7 @@ export class PaymentService {
         amountTotal: paid.amountTotal,
         currency: paid.currency,
         // Any item the operator has not mapped needs their attention, even beside mapped ones.
-        status: mapped.length === items.length && items.length > 0 ? 'fulfilled' : 'unmapped',
+        status: reversed ?? (mapped.length === items.length && items.length > 0 ? 'fulfilled' : 'unmapped'),
         invoiceId: paid.invoiceId,
         createdAt: now,
         licenseKeys: [],
@@ -334,7 +336,7 @@ export class PaymentService {
         purchase.licenseKeys.push(license.key);
       }
       await unit.emit({ type: 'purchase.completed', actor: principal.actor, occurredAt: now, purchase: purchaseSnapshot(purchase) });
-      return { outcome: purchase.status === 'fulfilled' ? 'fulfilled' : 'unmapped', purchase };
+      return { outcome: purchase.status === 'unmapped' ? 'unmapped' : 'fulfilled', purchase };
     });
   }
 
@@ -342,10 +344,14 @@ export class PaymentService {
   private reverse(principal: Principal, providerName: string, reversed: ReversedPayment): Promise<NotificationOutcome> {
     const now = this.clock();
     return this.units.run(async (unit): Promise<NotificationOutcome> => {
-      const purchases = (await this.repo.lockPurchasesByPayment(unit, principal.accountId, providerName, reversed.paymentId)).filter(
-        (p) => p.status === 'fulfilled' || p.status === 'unmapped',
-      );
-      if (purchases.length === 0) return { outcome: 'ignored', type: `payment ${reversed.reason}: no open purchase` };
+      const found = await this.repo.lockPurchasesByPayment(unit, principal.accountId, providerName, reversed.paymentId);
+      if (found.length === 0) {
+        // Its checkout event may still be on its way (Stripe retries a failed delivery for days).
+        await this.repo.rememberReversal(unit, principal.accountId, providerName, reversed.paymentId, reversed.reason, now);
+        return { outcome: 'ignored', type: `payment ${reversed.reason} before its purchase: remembered` };
+      }
+      const purchases = found.filter((p) => p.status === 'fulfilled' || p.status === 'unmapped');
+      if (purchases.length === 0) return { outcome: 'ignored', type: `payment ${reversed.reason}: reversed already` };
       for (const purchase of purchases) {
         for (const key of purchase.licenseKeys) await this.revoke(principal, key, unit);
         await this.repo.setPurchaseStatus(unit, purchase.id, reversed.reason, now);

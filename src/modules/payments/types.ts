@@ -76,6 +76,9 @@ export interface PaymentRepository {
   /** The purchases paid with `paymentId`, locked until `unit` ends. */
   lockPurchasesByPayment(unit: Unit, accountId: string, provider: string, paymentId: string): Promise<Purchase[]>;
   setPurchaseStatus(unit: Unit, id: string, status: PurchaseStatus, now: number): Promise<void>;
+  /** Remembers a reversal whose purchase is not recorded yet (once per payment). */
+  rememberReversal(unit: Unit, accountId: string, provider: string, paymentId: string, reason: 'refunded' | 'disputed', now: number): Promise<void>;
+  earlyReversal(unit: Unit, accountId: string, provider: string, paymentId: string): Promise<'refunded' | 'disputed' | undefined>;
   listPurchases(accountId: string, limit: number, before?: { createdAt: number; id: string }): Promise<Purchase[]>;
   getPurchase(accountId: string, id: string): Promise<Purchase | undefined>;
   findCustomerPurchase(scope: CustomerScope, id: string): Promise<Purchase | undefined>;

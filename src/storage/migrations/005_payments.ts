@@ -64,9 +64,22 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addPrimaryKeyConstraint('purchase_licenses_pk', ['purchase_id', 'line_item_id'])
     .execute();
   await db.schema.createIndex('purchase_licenses_key_idx').on('purchase_licenses').column('license_key').execute();
+
+  // A refund or dispute that arrived before its purchase was fulfilled (the checkout event still being
+  // retried): the purchase is recorded reversed when it comes, and creates no license.
+  await db.schema
+    .createTable('payment_reversals')
+    .addColumn('user_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+    .addColumn('provider', 'text', (c) => c.notNull())
+    .addColumn('payment_id', 'text', (c) => c.notNull())
+    .addColumn('reason', 'text', (c) => c.notNull())
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .addPrimaryKeyConstraint('payment_reversals_pk', ['user_id', 'provider', 'payment_id'])
+    .execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.dropTable('payment_reversals').execute();
   await db.schema.dropTable('purchase_licenses').execute();
   await db.schema.dropTable('purchases').execute();
   await db.schema.dropTable('price_mappings').execute();

@@ -57,6 +57,13 @@ forEachStore('payments (security)', (kind) => {
       expect(bad.status).toBe(400);
     });
 
+    it('a signed event larger than the JSON limit (64 KiB) but within 256 KiB is taken', async () => {
+      const { t, c, object } = await sold();
+      const big = { ...object, metadata: { note: 'x'.repeat(100 * 1024) } };
+      expect((await send(p.ctx, c, 'checkout.session.completed', big)).status).toBe(200);
+      expect(await licensesOf(p.ctx.store, t.userId)).toHaveLength(1);
+    });
+
     it('bodies over the limit are a 413 before anything is read', async () => {
       const { c } = await sold();
       const payload = JSON.stringify({ filler: 'x'.repeat(300 * 1024) });

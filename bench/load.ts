@@ -6,6 +6,8 @@ export interface LoadOptions {
   /** Seconds of measured load, after `warmup` seconds of unmeasured load (JIT, caches). */
   duration: number;
   warmup: number;
+  /** Requests per second offered in total (open loop, paced); unset: as fast as the connections go. */
+  rate?: number;
 }
 
 export interface LoadResult {
@@ -24,13 +26,13 @@ export interface LoadResult {
   loadCpuPercent: number;
 }
 
-function cannon(baseUrl: string, request: autocannon.Request, connections: number, duration: number): Promise<autocannon.Result> {
-  return autocannon({ url: baseUrl, connections, duration, requests: [request] });
+function cannon(baseUrl: string, request: autocannon.Request, connections: number, duration: number, rate?: number): Promise<autocannon.Result> {
+  return autocannon({ url: baseUrl, connections, duration, requests: [request], ...(rate ? { overallRate: rate } : {}) });
 }
 
 /** One warm-up then one measured autocannon run, sampling the server's memory meanwhile. */
 export async function measure(child: Child, request: autocannon.Request, o: LoadOptions): Promise<LoadResult> {
-  if (o.warmup > 0) await cannon(child.baseUrl, request, o.connections, o.warmup);
+  if (o.warmup > 0) await cannon(child.baseUrl, request, o.connections, o.warmup, o.rate);
   let rssMiB = child.memory().rssMiB;
   const sampler = setInterval(() => {
     rssMiB = Math.max(rssMiB, child.memory().rssMiB);
@@ -39,7 +41,7 @@ export async function measure(child: Child, request: autocannon.Request, o: Load
   const ownBefore = process.cpuUsage();
   const started = performance.now();
   try {
-    const r = await cannon(child.baseUrl, request, o.connections, o.duration);
+    const r = await cannon(child.baseUrl, request, o.connections, o.duration, o.rate);
     const seconds = (performance.now() - started) / 1000;
     const serverCpu = child.cpuSeconds() - cpuBefore;
     const cpuPercent = (100 * serverCpu) / seconds;

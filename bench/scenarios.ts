@@ -1,5 +1,6 @@
 import type autocannon from 'autocannon';
 import { deviceOf, type Fixture } from './seed.ts';
+import { paymentScenarios } from './payment-scenarios.ts';
 import { tokenScenarios } from './token-scenarios.ts';
 
 export type StoreKind = 'sqlite' | 'postgres';
@@ -22,6 +23,16 @@ export interface Scenario {
   prepare?(ctx: ScenarioContext): Promise<void>;
   request(ctx: ScenarioContext): autocannon.Request;
   check(status: number, body: unknown): string | undefined;
+  /**
+   * Once per bench run, before any server starts: something the scenario needs beside the server
+   * (a payment provider's test double); its `env` goes to every server child.
+   */
+  start?(): Promise<{ env: Record<string, string>; stop(): Promise<void> }>;
+  /**
+   * Also measure at this offered rate (requests/s, open loop): a latency target stated at a rate
+   * ("p99 under 100 ms at 300/s") is read there, not at saturation, where latency is only queueing.
+   */
+  pacedRate?: number;
 }
 
 const json = { 'content-type': 'application/json' };
@@ -83,4 +94,5 @@ export const scenarios: Scenario[] = [
     check: expectValid,
   },
   ...tokenScenarios,
+  ...paymentScenarios,
 ];

@@ -9,6 +9,7 @@ import { JSON_BODY_LIMIT, registerJsonBody } from './http/json-body.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { type MailOptions, registerOutboxWorker } from './modules/mail/plugin.ts';
 import { Csrf } from './http/web/csrf.ts';
+import { paymentRoutes, paymentWebhookRoutes } from './modules/payments/routes.ts';
 import { portalApiRoutes, portalRoutes } from './modules/portal/routes.ts';
 import { productImageRoutes } from './modules/product-images/routes.ts';
 import { licenseTokenRoutes } from './modules/license-tokens/routes.ts';
@@ -95,6 +96,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   registerOutboxWorker(app, services, config, mail);
   await app.register(portalRoutes, {
     portal: services.portal,
+    invoices: services.payments,
     csrf: new Csrf(config.secretKey, 'portal'),
     // Secure cookies need https; a plain-http BASE_URL (local use) gets them without the flag.
     secureCookies: config.baseUrl.startsWith('https://'),
@@ -116,6 +118,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
         images: services.productImages,
         perClientPerMinute: limits.enabled && limits.publicPerMinute,
       });
+      await api.register(paymentWebhookRoutes, { payments: services.payments, perConnectionPerMinute: limits.enabled && limits.serverPerMinute });
       await api.register(async (server) => {
         requireApiKey(server, services.apiKeys);
         if (limits.enabled) {
@@ -127,6 +130,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
         await server.register(licenseTokenRoutes, { tokens: services.licenseTokens });
         await server.register(productImageRoutes, { images: services.productImages });
         await server.register(portalApiRoutes, { portal: services.portal });
+        await server.register(paymentRoutes, { payments: services.payments });
       });
     },
     { prefix: '/api/v1' },

@@ -53,6 +53,10 @@ export interface Config {
   trustProxy: boolean | number | string[];
   http: HttpLimits;
   rateLimit: RateLimitConfig;
+  /** Where the stripe package sends its calls (STRIPE_API_URL; Stripe's own address when unset). */
+  stripeApiUrl?: string;
+  /** STRIPE_CLI_WEBHOOK_SECRET: for local testing with `stripe listen` (test-mode connections only). */
+  stripeCliWebhookSecret?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -136,6 +140,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) throw new Error('DATABASE_URL must be a postgres:// URL');
   const smtpUrl = env.SMTP_URL || undefined;
   if (smtpUrl && !/^smtps?:\/\/[^/?#]/.test(smtpUrl)) throw new Error('SMTP_URL must be an smtp:// or smtps:// URL');
+  const stripeApiUrl = env.STRIPE_API_URL || undefined;
+  if (stripeApiUrl && !/^https?:\/\/[^/?#]+\/?$/.test(stripeApiUrl)) throw new Error('STRIPE_API_URL must be an http(s) origin, e.g. https://api.stripe.com');
   const rateLimitOff = (env.RATE_LIMIT ?? '').toLowerCase() === 'off';
   return {
     port,
@@ -156,6 +162,8 @@ export function loadConfig(env: Env = process.env): Config {
       connectionTimeoutMs: int(env, 'HTTP_CONNECTION_TIMEOUT_MS', 70_000, 0),
       maxConnections: maxConnections(env),
     },
+    stripeApiUrl,
+    stripeCliWebhookSecret: env.STRIPE_CLI_WEBHOOK_SECRET || undefined,
     rateLimit: {
       enabled: !rateLimitOff,
       publicPerMinute: int(env, 'RATE_LIMIT_PUBLIC_PER_MINUTE', 600),

@@ -13,6 +13,9 @@ import { MailQueue } from './modules/mail/queue.ts';
 import { type EventConsumer, deliverEvents } from './modules/outbox/event-delivery.ts';
 import { Outbox } from './modules/outbox/outbox.ts';
 import type { JobConsumer } from './modules/outbox/worker.ts';
+import { SqlPaymentRepository } from './modules/payments/repository.ts';
+import { PaymentService } from './modules/payments/service.ts';
+import { StripeProvider } from './modules/payments/stripe.ts';
 import { SqlPortalRepository } from './modules/portal/repository.ts';
 import { PortalService } from './modules/portal/service.ts';
 import { SqlProductImageRepository } from './modules/product-images/repository.ts';
@@ -29,6 +32,10 @@ export interface ServiceOptions {
   clock?: () => number;
   /** Consumers of domain events, delivered through the outbox after commit. */
   eventConsumers?: EventConsumer[];
+  /** STRIPE_API_URL (config.stripeApiUrl): where the stripe package sends its calls. */
+  stripeApiUrl?: string;
+  /** STRIPE_CLI_WEBHOOK_SECRET (development): `stripe listen`'s signing secret, accepted for test-mode connections. */
+  stripeCliWebhookSecret?: string;
 }
 
 /**
@@ -56,7 +63,16 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const licenseTokens = new LicenseTokenService(new SqlLicenseTokenRepository(store), units, products, licenses, new SecretBox(secretKey, 'license-token-keys'), { clock });
   const productImages = new ProductImageService(new SqlProductImageRepository(store), units, products, accounts, clock);
   const portal = new PortalService(new SqlPortalRepository(store), units, mail, licenses, baseUrl, clock);
-  return { store, clock, units, events, outbox, jobConsumers, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal };
+  const payments = new PaymentService(
+    new SqlPaymentRepository(store),
+    units,
+    [new StripeProvider({ apiUrl: options.stripeApiUrl })],
+    products,
+    licenses,
+    new SecretBox(secretKey, 'payment-providers'),
+    { baseUrl, onBackgroundError, clock, cliSecrets: options.stripeCliWebhookSecret ? { stripe: options.stripeCliWebhookSecret } : {} },
+  );
+  return { store, clock, units, events, outbox, jobConsumers, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments };
 }
 
 export type Services = ReturnType<typeof createServices>;

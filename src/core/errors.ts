@@ -20,7 +20,12 @@ export type ErrorCode =
   | 'headers_too_large'
   | 'rate_limited'
   | 'internal_error'
-  | 'service_unavailable';
+  | 'service_unavailable'
+  | 'invalid_provider_key'
+  | 'invalid_signature'
+  | 'payments_not_connected'
+  | 'price_already_mapped'
+  | 'provider_unavailable';
 
 const STATUS: Record<ErrorCode, number> = {
   invalid_request: 400,
@@ -30,16 +35,21 @@ const STATUS: Record<ErrorCode, number> = {
   max_devices_reached: 400,
   license_tokens_disabled: 400,
   product_has_licenses: 400,
+  invalid_provider_key: 400,
+  invalid_signature: 400,
+  payments_not_connected: 400,
   missing_api_key: 401,
   invalid_api_key: 403,
   plan_required: 403,
   not_found: 404,
   request_timeout: 408,
+  price_already_mapped: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   headers_too_large: 431,
   rate_limited: 429,
   internal_error: 500,
+  provider_unavailable: 502,
   service_unavailable: 503,
 };
 

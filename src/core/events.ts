@@ -26,21 +26,49 @@ interface Base {
   actor: Actor;
   /** Epoch milliseconds, from the service's clock. */
   occurredAt: number;
+}
+
+interface LicenseBase extends Base {
   license: LicenseSnapshot;
 }
+
+/** A purchase at a payment provider as events carry it (amounts in the currency's minor unit). */
+export interface PurchaseSnapshot {
+  id: string;
+  accountId: string;
+  provider: string;
+  sessionId: string;
+  email: string | null;
+  amountTotal: number | null;
+  currency: string | null;
+  status: 'fulfilled' | 'unmapped' | 'refunded' | 'disputed';
+  licenseKeys: string[];
+  hasInvoice: boolean;
+  createdAt: number;
+}
+
+interface PurchaseBase extends Base {
+  purchase: PurchaseSnapshot;
+}
+
+export type LicenseEvent =
+  | (LicenseBase & { type: 'license.created' })
+  | (LicenseBase & { type: 'license.updated'; changes: LicenseChanges })
+  | (LicenseBase & { type: 'license.deleted' })
+  | (LicenseBase & { type: 'device.activated'; device: DeviceSnapshot })
+  | (LicenseBase & { type: 'device.removed'; device: DeviceSnapshot })
+  | (LicenseBase & { type: 'devices.reset'; devices: DeviceSnapshot[] });
+
+/** A purchase recorded (fulfilled or unmapped), or reversed by a refund or a dispute (its licenses revoked). */
+export type PurchaseEvent = (PurchaseBase & { type: 'purchase.completed' }) | (PurchaseBase & { type: 'purchase.refunded'; reason: 'refunded' | 'disputed' });
 
 /**
  * What changed, emitted inside the unit of work that made the change: subscribers (the outbox,
  * later webhooks and the audit log) write what they need in that same unit, so an event exists
- * exactly when its change committed.
+ * exactly when its change committed. License events carry the license; purchase events a plain
+ * `purchase` snapshot.
  */
-export type DomainEvent =
-  | (Base & { type: 'license.created' })
-  | (Base & { type: 'license.updated'; changes: LicenseChanges })
-  | (Base & { type: 'license.deleted' })
-  | (Base & { type: 'device.activated'; device: DeviceSnapshot })
-  | (Base & { type: 'device.removed'; device: DeviceSnapshot })
-  | (Base & { type: 'devices.reset'; devices: DeviceSnapshot[] });
+export type DomainEvent = LicenseEvent | PurchaseEvent;
 
 export type DomainEventType = DomainEvent['type'];
 
@@ -51,7 +79,11 @@ export const DOMAIN_EVENT_TYPES: readonly DomainEventType[] = [
   'device.activated',
   'device.removed',
   'devices.reset',
+  'purchase.completed',
+  'purchase.refunded',
 ];
 
+export const isLicenseEvent = (event: DomainEvent): event is LicenseEvent => 'license' in event;
+
 /** The account an event belongs to: whose webhooks and audit log it reaches. */
-export const eventAccountId = (event: DomainEvent): string => event.license.accountId;
+export const eventAccountId = (event: DomainEvent): string => (isLicenseEvent(event) ? event.license.accountId : event.purchase.accountId);

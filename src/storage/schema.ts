@@ -130,6 +130,63 @@ export interface ProductImagesTable {
   updated_at: number;
 }
 
+/** A payment provider connection (migration 005); the key and signing secret are sealed with SecretBox. */
+export interface PaymentConnectionsTable {
+  id: string;
+  user_id: string;
+  provider: string;
+  livemode: Bool;
+  webhook_endpoint_id: string;
+  api_key_sealed: string;
+  webhook_secret_sealed: string;
+  connected_at: number;
+}
+
+export interface PriceMappingsTable {
+  user_id: string;
+  provider: string;
+  price_id: string;
+  product_id: string;
+  max_devices: number;
+  license_type: 'perpetual' | 'timed';
+  offset_days: number | null;
+  fixed_expires_at: number | null;
+  created_at: number;
+}
+
+export interface PurchasesTable {
+  id: string;
+  user_id: string;
+  provider: string;
+  /** The provider's checkout session: unique per account and provider (the idempotency key). */
+  session_id: string;
+  /** The payment a refund or dispute names (Stripe: the PaymentIntent). */
+  payment_id: string | null;
+  email: string | null;
+  email_normalized: string | null;
+  amount_total: number | null;
+  currency: string | null;
+  status: 'fulfilled' | 'unmapped' | 'refunded' | 'disputed';
+  invoice_id: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PurchaseLicensesTable {
+  purchase_id: string;
+  line_item_id: string;
+  license_key: string;
+}
+
+/** A reversal (refund, dispute) that arrived before its purchase (migration 005). */
+export interface PaymentReversalsTable {
+  user_id: string;
+  provider: string;
+  payment_id: string;
+  reason: 'refunded' | 'disputed';
+  created_at: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -142,6 +199,11 @@ export interface Database {
   portal_device_resets: PortalDeviceResetsTable;
   product_images: ProductImagesTable;
   license_token_configs: LicenseTokenConfigsTable;
+  payment_connections: PaymentConnectionsTable;
+  price_mappings: PriceMappingsTable;
+  purchases: PurchasesTable;
+  purchase_licenses: PurchaseLicensesTable;
+  payment_reversals: PaymentReversalsTable;
 }
 
 export const bool = (value: boolean | number): boolean => value === true || value === 1;

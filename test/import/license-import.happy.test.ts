@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import { isLicenseEvent } from '../../src/core/events.ts';
 import { cliPrincipal } from '../../src/core/principal.ts';
 import { importLicenseFile } from '../../src/modules/licenses/import-file.ts';
 import { call, createProduct, createTenant, useTestApp } from '../support/app.ts';
@@ -86,7 +87,7 @@ forEachStore('license import', (kind) => {
     const p = await createProduct(ctx, t);
     const seen: { type: string; actor: string; key: string; device?: string }[] = [];
     ctx.services.events.subscribe((event) => {
-      if (event.license.accountId === t.userId) seen.push({ type: event.type, actor: event.actor.type, key: event.license.key, ...('device' in event ? { device: event.device.identifier } : {}) });
+      if (isLicenseEvent(event) && event.license.accountId === t.userId) seen.push({ type: event.type, actor: event.actor.type, key: event.license.key, ...('device' in event ? { device: event.device.identifier } : {}) });
     });
     const json = JSON.stringify([{ key: 'EVENT-AAAAA-BBBBB-CCCCC-DDDDD', productId: p.id, type: 'perpetual', maxDevices: 2, devices: [{ identifier: 'x', name: 'X' }] }]);
     await importAs(t.userId, json, 'json');

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isLicenseEvent } from '../../src/core/events.ts';
 import { EventBus } from '../../src/core/unit-of-work.ts';
 import type { Store } from '../../src/storage/index.ts';
 import { UnitMisuseError } from '../../src/storage/store.ts';
@@ -97,7 +98,7 @@ forEachStore('unit of work', (kind) => {
   it('runs in-unit subscribers inside the unit: what they write rolls back with the change', async () => {
     const bus = new EventBus();
     const units = new StoreUnits(ctx.store, bus);
-    bus.subscribe(async (event, unit) => void (await executorOf(unit).run(account(ctx.store, `audit-${event.license.key}@example.com`))));
+    bus.subscribe(async (event, unit) => void (await executorOf(unit).run(account(ctx.store, `audit-${isLicenseEvent(event) ? event.license.key : event.purchase.id}@example.com`))));
     const license = { key: 'K', accountId: 'a', productId: 'p', type: 'perpetual', expiresAt: null, revoked: false, email: null, maxDevices: 1, createdAt: 0 } as const;
     await units.run((unit) => unit.emit({ type: 'license.created', actor: { type: 'public' }, occurredAt: 0, license: { ...license, key: 'kept' } }));
     await expect(

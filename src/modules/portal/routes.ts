@@ -11,7 +11,15 @@ import { cookie as webCookie, readCookie } from '../../http/web/cookies.ts';
 import { Csrf } from '../../http/web/csrf.ts';
 import { sendPage as send, webPages } from '../../http/web/pages.ts';
 import { devicesPage, invalidLinkPage, messagePage, type Notice, portalPage, requestPage } from './pages.ts';
-import type { PortalService, TokenRecord } from './service.ts';
+import type { PortalScope, PortalService, TokenRecord } from './service.ts';
+
+/** Invoices of purchases (the payments module): which licenses have one, and the buyer's download. */
+export interface PortalInvoices {
+  /** license key → purchase id, for the licenses in `scope` whose purchase has an invoice. */
+  invoicedPurchases(scope: PortalScope, licenseKeys: string[]): Promise<Map<string, string>>;
+  /** The invoice fetched from the provider now; 404 unless the purchase is the scope's own. */
+  customerInvoice(scope: PortalScope, purchaseId: string): Promise<{ invoicePdf: string }>;
+}
 
 export interface PortalLimits {
   enabled: boolean;
@@ -30,6 +38,7 @@ export interface PortalRouteOptions {
   csrf: Csrf;
   secureCookies: boolean;
   limits: PortalLimits;
+  invoices?: PortalInvoices;
 }
 
 const SESSION_COOKIE = 'tessera_portal';
@@ -53,13 +62,14 @@ const RequestForm = Type.Object({ email: Type.String({ maxLength: 320 }), csrf: 
 const ResetForm = Type.Object({ key: Type.String({ minLength: 1, maxLength: 64 }), csrf: Type.Optional(Type.String({ maxLength: 128 })) });
 const DevicesParams = Type.Object({ key: Type.String({ minLength: 1, maxLength: 64 }) });
 const DevicesQuery = Type.Object({ page: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,4}$' })) });
+const InvoiceParams = Type.Object({ purchaseId: Type.String({ minLength: 1, maxLength: 64 }) });
 const CsrfForm = Type.Object({ csrf: Type.Optional(Type.String({ maxLength: 128 })) });
 
 /**
  * The customer portal: server-rendered pages that work without JavaScript. Every form carries a
  * CSRF token; sessions live in HttpOnly cookies; errors are pages, never JSON or stack traces.
  */
-export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async (app, { portal, csrf, secureCookies, limits }) => {
+export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async (app, { portal, csrf, secureCookies, limits, invoices }) => {
   webPages(app, {
     name: 'portal',
     assetsPrefix: '/portal/assets/',
@@ -111,7 +121,8 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
 
   async function renderPortal(req: FastifyRequest, reply: FastifyReply, status: number, session: TokenRecord, notice?: Notice) {
     const licenses = await portal.licenses(session);
-    return send(reply, status, portalPage({ email: session.email, licenses, csrf: csrf.token(browserValue(req, reply), binding(session)), notice, expiresAt: session.expiresAt }));
+    const invoiced = invoices ? await invoices.invoicedPurchases(session, licenses.map((l) => l.key)) : undefined;
+    return send(reply, status, portalPage({ email: session.email, licenses, invoices: invoiced, csrf: csrf.token(browserValue(req, reply), binding(session)), notice, expiresAt: session.expiresAt }));
   }
 
   const sessionEnded = (reply: FastifyReply) => reply.redirect('/portal/request?notice=session-ended', 303);
@@ -198,6 +209,22 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
           tone: 'bad',
           text: `You have used all device resets for this license for now. Next reset possible on ${formatDate(result.nextAt)}.`,
         });
+    }
+  });
+
+  // The invoice is fetched from the provider at click time (its links expire), then the browser goes there.
+  app.get('/portal/invoices/:purchaseId', { config: pageLimit, schema: { hide: true, params: InvoiceParams } }, async (req, reply) => {
+    const current = await currentSession(req);
+    if (!current) return sessionEnded(reply);
+    try {
+      if (!invoices) throw new AppError('not_found', 'Invoice not found.');
+      const invoice = await invoices.customerInvoice(current.session, req.params.purchaseId);
+      return reply.redirect(invoice.invoicePdf, 303);
+    } catch (error) {
+      if (error instanceof AppError && (error.code === 'not_found' || error.code === 'payments_not_connected')) {
+        return renderPortal(req, reply, 404, current.session, { tone: 'bad', text: 'That invoice is not available in your portal.' });
+      }
+      throw error;
     }
   });
 

@@ -3,6 +3,7 @@ import * as m001 from './001_core.ts';
 import * as m002LicenseTokens from './002_license_tokens.ts';
 import * as m003PortalMail from './003_portal_mail.ts';
 import * as m004Outbox from './004_outbox.ts';
+import * as m005Payments from './005_payments.ts';
 import * as m009Hardening from './009_hardening.ts';
 
 /**
@@ -15,6 +16,7 @@ export const migrations: Record<string, Migration> = {
   '002_license_tokens': m002LicenseTokens,
   '003_portal_mail': m003PortalMail,
   '004_outbox': m004Outbox,
+  '005_payments': m005Payments,
   '009_hardening': m009Hardening,
 };
 

@@ -1,0 +1,64 @@
+/**
+ * The seam between the fulfilment rules (service.ts, written once) and each payment provider.
+ * An adapter speaks its provider's API and turns what the provider sends into the neutral facts
+ * below; Stripe is one (stripe.ts), Lemon Squeezy or Polar would be others.
+ */
+
+/** What connecting creates at the provider: the notification endpoint and its signing secret. */
+export interface ProviderEndpoint {
+  endpointId: string;
+  signingSecret: string;
+  livemode: boolean;
+}
+
+/** A paid purchase: what the provider's checkout tells, before its line items are fetched. */
+export interface PaidPurchase {
+  kind: 'paid';
+  sessionId: string;
+  /** What a later refund or dispute names (Stripe: the PaymentIntent id). */
+  paymentId: string | null;
+  email: string | null;
+  amountTotal: number | null;
+  currency: string | null;
+  invoiceId: string | null;
+}
+
+/** A payment taken back: every license of its purchase is revoked. */
+export interface ReversedPayment {
+  kind: 'reversed';
+  paymentId: string;
+  reason: 'refunded' | 'disputed';
+}
+
+/** A verified notification, in the provider-neutral terms the fulfilment rules use. */
+export type Notification = PaidPurchase | ReversedPayment | { kind: 'ignored'; type: string };
+
+export interface LineItem {
+  id: string;
+  priceId: string | null;
+  quantity: number;
+}
+
+export interface Invoice {
+  invoicePdf: string;
+  hostedInvoiceUrl: string | null;
+}
+
+/**
+ * One payment provider. Failures are AppErrors: a refused key `invalid_provider_key`, the provider
+ * unreachable or failing `provider_unavailable`, a bad signature `invalid_signature`.
+ */
+export interface PaymentProvider {
+  readonly name: string;
+  /** Creates the notification endpoint at `url` (checks the key by doing so). */
+  connect(apiKey: string, url: string): Promise<ProviderEndpoint>;
+  /** Deletes the endpoint; one already gone is not an error. */
+  disconnect(apiKey: string, endpointId: string): Promise<void>;
+  /** Verifies the signature over the raw body (at time `now`, epoch ms) and parses the notification. */
+  parse(rawBody: Buffer, signature: string | undefined, signingSecret: string, now: number): Notification;
+  lineItems(apiKey: string, sessionId: string): Promise<LineItem[]>;
+  /** Whether the price exists at the provider (false when it does not; other failures throw). */
+  priceExists(apiKey: string, priceId: string): Promise<boolean>;
+  /** The invoice's documents, or null when the provider has no PDF for it (yet). */
+  invoice(apiKey: string, invoiceId: string): Promise<Invoice | null>;
+}

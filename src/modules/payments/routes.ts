@@ -1,0 +1,203 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { AppError, invalidRequest } from '../../core/errors.ts';
+import { EmptyResponse, errorResponses } from '../../http/schema-helpers.ts';
+import { ProductParams } from '../products/schemas.ts';
+import {
+  ConnectionReply,
+  ConnectStripeBody,
+  connectionView,
+  CreateMappingBody,
+  InvoiceReply,
+  MappingParams,
+  mappingView,
+  PriceMappingReply,
+  PurchaseListQuery,
+  PurchasePageReply,
+  PurchaseParams,
+  purchaseView,
+  WebhookParams,
+} from './schemas.ts';
+import { PURCHASE_LIMIT_MAX, type PaymentService } from './service.ts';
+
+const tags = ['Payments'];
+const security = [{ apiKey: [] }];
+const STRIPE = 'stripe';
+
+/** Stripe's events are a few KiB; a generous bound that still caps what an unauthenticated caller can send. */
+export const WEBHOOK_BODY_LIMIT = 256 * 1024;
+const MINUTE = 60_000;
+
+/** Server API: the Stripe connection, price mappings, purchases and their invoices. */
+export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService }> = async (app, { payments }) => {
+  app.put(
+    '/payments/stripe',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'connect-stripe',
+        summary: 'Connect a Stripe account',
+        description:
+          'Creates the webhook endpoint at Stripe with the key (which checks it) and stores the key and signing secret encrypted. Connecting again replaces the connection and deletes the old endpoint. A key Stripe refuses is a 400 invalid_provider_key; Stripe unreachable is a 502 provider_unavailable.',
+        body: ConnectStripeBody,
+        response: { 200: ConnectionReply, ...errorResponses(400, 401, 403, 502) },
+      },
+    },
+    async (req) => connectionView(await payments.connect(req.principal, STRIPE, req.body.restrictedKey)),
+  );
+
+  app.get(
+    '/payments/stripe',
+    { schema: { tags, security, operationId: 'get-stripe-connection', summary: 'The Stripe connection', response: { 200: ConnectionReply, ...errorResponses(401, 403) } } },
+    async (req) => connectionView(await payments.connection(req.principal, STRIPE)),
+  );
+
+  app.delete(
+    '/payments/stripe',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'disconnect-stripe',
+        summary: 'Disconnect Stripe',
+        description: 'Deletes the webhook endpoint at Stripe and forgets the keys.',
+        response: { 200: EmptyResponse, ...errorResponses(401, 403, 502) },
+      },
+    },
+    async (req, reply) => {
+      await payments.disconnect(req.principal, STRIPE);
+      return reply.send();
+    },
+  );
+
+  app.post(
+    '/products/:productId/prices',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'create-price-mapping',
+        summary: 'Map a Stripe price to the product',
+        description:
+          'A purchase of the price then creates a license of this product. The price must exist at Stripe (400 otherwise) and maps to one product of the account (409 price_already_mapped).',
+        params: ProductParams,
+        body: CreateMappingBody,
+        response: { 200: PriceMappingReply, ...errorResponses(400, 401, 403, 404, 409, 502) },
+      },
+    },
+    async (req) => {
+      const { licenseType, ...rest } = req.body;
+      return mappingView(await payments.addMapping(req.principal, req.params.productId, STRIPE, { ...rest, licenseType: licenseType as 'perpetual' | 'timed' }));
+    },
+  );
+
+  app.get(
+    '/products/:productId/prices',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'list-price-mappings',
+        summary: "The product's price mappings",
+        params: ProductParams,
+        response: { 200: Type.Array(PriceMappingReply), ...errorResponses(401, 403, 404) },
+      },
+    },
+    async (req) => (await payments.listMappings(req.principal, req.params.productId)).map(mappingView),
+  );
+
+  app.delete(
+    '/products/:productId/prices/:priceId',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'delete-price-mapping',
+        summary: 'Remove a price mapping',
+        params: MappingParams,
+        response: { 200: EmptyResponse, ...errorResponses(401, 403, 404) },
+      },
+    },
+    async (req, reply) => {
+      await payments.removeMapping(req.principal, req.params.productId, req.params.priceId);
+      return reply.send();
+    },
+  );
+
+  app.get(
+    '/payments/purchases',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'list-purchases',
+        summary: 'Purchases, newest first',
+        querystring: PurchaseListQuery,
+        response: { 200: PurchasePageReply, ...errorResponses(400, 401, 403) },
+      },
+    },
+    async (req) => {
+      const limit = req.query.limit === undefined ? undefined : Number(req.query.limit);
+      if (limit !== undefined && (limit < 1 || limit > PURCHASE_LIMIT_MAX)) throw invalidRequest('query.limit', `must be 1 to ${PURCHASE_LIMIT_MAX}`);
+      const page = await payments.listPurchases(req.principal, { limit, cursor: req.query.cursor });
+      return { data: page.data.map(purchaseView), nextCursor: page.nextCursor };
+    },
+  );
+
+  app.get(
+    '/payments/purchases/:purchaseId/invoice',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'get-purchase-invoice',
+        summary: "A purchase's invoice",
+        description: 'Fetched from Stripe now (its links expire). 404 when the purchase has no invoice.',
+        params: PurchaseParams,
+        response: { 200: InvoiceReply, ...errorResponses(400, 401, 403, 404, 502) },
+      },
+    },
+    async (req) => payments.invoice(req.principal, req.params.purchaseId),
+  );
+};
+
+/**
+ * Stripe's notifications: no API key (the signature over the raw body proves the sender), so this
+ * scope reads every body as bytes. 200 only once the work is committed; any failure is a 500 so
+ * Stripe delivers the event again.
+ */
+export const paymentWebhookRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService; perConnectionPerMinute: number | false }> = async (
+  app,
+  { payments, perConnectionPerMinute },
+) => {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_req, body, done) => done(null, body));
+  if (perConnectionPerMinute) {
+    // Per connection: Stripe sends every account's events from the same few addresses.
+    app.addHook('onRequest', app.rateLimit({ max: perConnectionPerMinute, timeWindow: MINUTE, keyGenerator: (req) => `stripe-webhook:${(req.params as { connectionId?: string }).connectionId}` }));
+  }
+
+  app.post(
+    '/payments/stripe/webhook/:connectionId',
+    {
+      bodyLimit: WEBHOOK_BODY_LIMIT,
+      schema: {
+        tags,
+        operationId: 'receive-stripe-webhook',
+        summary: "Stripe's events (registered at Stripe on connect)",
+        description: 'Verified with the Stripe-Signature header (300 s tolerance). 400 invalid_signature when it is missing or wrong; 404 for an unknown connection; 500 on failure, so Stripe retries.',
+        params: WebhookParams,
+        body: Type.Unsafe<Buffer>({ description: 'The event exactly as Stripe sent it.' }),
+        response: { 200: Type.Object({ received: Type.Boolean() }), ...errorResponses(400, 404, 413, 429, 500) },
+      },
+    },
+    async (req) => {
+      if (!Buffer.isBuffer(req.body)) throw new AppError('invalid_request', 'The event body is missing.');
+      const signature = req.headers['stripe-signature'];
+      const outcome = await payments.handleNotification(STRIPE, req.params.connectionId, req.body, Array.isArray(signature) ? signature[0] : signature);
+      req.log.info({ connectionId: req.params.connectionId, outcome: outcome.outcome }, 'stripe event handled');
+      return { received: true };
+    },
+  );
+};

@@ -1,0 +1,107 @@
+import { Type } from 'typebox';
+import { toIso, toIsoOrNull } from '../../core/time.ts';
+import { Nullable, Timestamp } from '../../http/schema-helpers.ts';
+import { PURCHASE_LIMIT_MAX } from './service.ts';
+import type { Connection, PriceMapping, Purchase } from './types.ts';
+
+export const ConnectStripeBody = Type.Object(
+  {
+    restrictedKey: Type.String({
+      minLength: 8,
+      maxLength: 255,
+      pattern: '^(rk|sk)_[A-Za-z0-9_]+$',
+      description: 'A restricted key rk_... with the permissions in docs/payments.md (a secret key sk_... is accepted too).',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const ConnectionReply = Type.Object(
+  {
+    connected: Type.Boolean(),
+    livemode: Type.Optional(Type.Boolean()),
+    webhookEndpointId: Type.Optional(Type.String({ description: "The endpoint at Stripe, we_..." })),
+    connectedAt: Type.Optional(Timestamp),
+  },
+  { description: 'The connection; `{"connected": false}` when there is none. Never the key.' },
+);
+
+export const connectionView = (c: Connection | undefined) =>
+  c ? { connected: true, livemode: c.livemode, webhookEndpointId: c.webhookEndpointId, connectedAt: toIso(c.connectedAt) } : { connected: false };
+
+export const PriceId = Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_]+$', description: 'A Stripe price id, price_...' });
+
+export const CreateMappingBody = Type.Object(
+  {
+    priceId: PriceId,
+    maxDevices: Type.Integer({ minimum: 1, maximum: 100000, description: 'Per unit bought: a license gets this × the quantity (at most 100000).' }),
+    licenseType: Type.String({ enum: ['perpetual', 'timed'] }),
+    offsetDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 36500, description: 'Timed: expiry = creation + this many days.' })),
+    fixedExpiresAt: Type.Optional(Type.String({ maxLength: 64, description: 'Timed: the same expiry for every license (ISO 8601 date-time or YYYY-MM-DD).' })),
+  },
+  { additionalProperties: false },
+);
+
+export const PriceMappingReply = Type.Object({
+  priceId: Type.String(),
+  productId: Type.String(),
+  maxDevices: Type.Integer(),
+  licenseType: Type.String({ enum: ['perpetual', 'timed'] }),
+  offsetDays: Nullable(Type.Integer()),
+  fixedExpiresAt: Nullable(Timestamp),
+  createdAt: Timestamp,
+});
+
+export const mappingView = (m: PriceMapping) => ({
+  priceId: m.priceId,
+  productId: m.productId,
+  maxDevices: m.maxDevices,
+  licenseType: m.licenseType,
+  offsetDays: m.offsetDays,
+  fixedExpiresAt: toIsoOrNull(m.fixedExpiresAt),
+  createdAt: toIso(m.createdAt),
+});
+
+export const MappingParams = Type.Object({ productId: Type.String({ minLength: 1, maxLength: 64 }), priceId: PriceId });
+
+export const PurchaseReply = Type.Object({
+  id: Type.String({ description: 'Starts with pur_.' }),
+  provider: Type.String(),
+  sessionId: Type.String(),
+  email: Nullable(Type.String()),
+  amountTotal: Nullable(Type.Integer({ description: "In the currency's smallest unit (cents)." })),
+  currency: Nullable(Type.String()),
+  status: Type.String({ enum: ['fulfilled', 'unmapped', 'refunded', 'disputed'] }),
+  licenseKeys: Type.Array(Type.String()),
+  hasInvoice: Type.Boolean(),
+  createdAt: Timestamp,
+});
+
+export const purchaseView = (p: Purchase) => ({
+  id: p.id,
+  provider: p.provider,
+  sessionId: p.sessionId,
+  email: p.email,
+  amountTotal: p.amountTotal,
+  currency: p.currency,
+  status: p.status,
+  licenseKeys: p.licenseKeys,
+  hasInvoice: p.invoiceId !== null,
+  createdAt: toIso(p.createdAt),
+});
+
+export const PurchaseListQuery = Type.Object({
+  limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}$', description: `1 to ${PURCHASE_LIMIT_MAX}, default 50.` })),
+  cursor: Type.Optional(Type.String({ maxLength: 512 })),
+});
+
+export const PurchasePageReply = Type.Object({ data: Type.Array(PurchaseReply), nextCursor: Nullable(Type.String()) });
+
+export const PurchaseParams = Type.Object({ purchaseId: Type.String({ minLength: 1, maxLength: 64 }) });
+
+export const InvoiceReply = Type.Object({
+  invoicePdf: Type.String({ description: "Stripe's link to the PDF (it expires: fetch it when needed)." }),
+  hostedInvoiceUrl: Nullable(Type.String()),
+});
+
+export const WebhookParams = Type.Object({ connectionId: Type.String({ minLength: 1, maxLength: 64 }) });

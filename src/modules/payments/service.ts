@@ -1,0 +1,382 @@
+import { normalizeEmail } from '../../core/email.ts';
+import { AppError, invalidRequest, notFound } from '../../core/errors.ts';
+import type { PurchaseSnapshot } from '../../core/events.ts';
+import { randomBase62 } from '../../core/ids.ts';
+import type { Principal } from '../../core/principal.ts';
+import type { SecretBox } from '../../core/secret-box.ts';
+import { parseTimestamp } from '../../core/time.ts';
+import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
+import type { LicenseService } from '../licenses/service.ts';
+import type { ProductService } from '../products/service.ts';
+import type { Invoice, LineItem, PaidPurchase, PaymentProvider, ReversedPayment } from './provider.ts';
+import type { Connection, CustomerScope, PaymentRepository, PriceMapping, Purchase, PurchasePage } from './types.ts';
+
+export interface MappingInput {
+  priceId: string;
+  maxDevices: number;
+  licenseType: 'perpetual' | 'timed';
+  offsetDays?: number;
+  fixedExpiresAt?: string;
+}
+
+/** What a notification did (the route answers 200 for all of them). */
+export type NotificationOutcome =
+  | { outcome: 'fulfilled' | 'unmapped'; purchase: Purchase }
+  | { outcome: 'duplicate' }
+  | { outcome: 'reversed'; purchases: Purchase[] }
+  | { outcome: 'ignored'; type: string };
+
+export const PURCHASE_LIMIT_DEFAULT = 50;
+export const PURCHASE_LIMIT_MAX = 100;
+const MAX_DEVICES = 100_000;
+const DAY = 86_400_000;
+
+const newConnectionId = (): string => `pc_${randomBase62(20)}`;
+const newPurchaseId = (): string => `pur_${randomBase62(20)}`;
+
+export const purchaseSnapshot = (p: Purchase): PurchaseSnapshot => ({
+  id: p.id,
+  accountId: p.accountId,
+  provider: p.provider,
+  sessionId: p.sessionId,
+  email: p.email,
+  amountTotal: p.amountTotal,
+  currency: p.currency,
+  status: p.status,
+  licenseKeys: [...p.licenseKeys],
+  hasInvoice: p.invoiceId !== null,
+  createdAt: p.createdAt,
+});
+
+function encodeCursor(p: Purchase): string {
+  return Buffer.from(JSON.stringify([p.createdAt, p.id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: number; id: string } {
+  try {
+    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as [unknown, unknown];
+    if (typeof createdAt === 'number' && typeof id === 'string') return { createdAt, id };
+  } catch {
+    // fall through
+  }
+  throw invalidRequest('query.cursor', 'is not a cursor this API returned');
+}
+
+/** A mapping's rule checked: `timed` needs exactly one of offsetDays and fixedExpiresAt, `perpetual` neither. */
+function checkMapping(input: MappingInput): Pick<PriceMapping, 'licenseType' | 'offsetDays' | 'fixedExpiresAt'> {
+  const hasOffset = input.offsetDays !== undefined;
+  const hasFixed = input.fixedExpiresAt !== undefined;
+  if (input.licenseType === 'perpetual') {
+    if (hasOffset) throw invalidRequest('offsetDays', 'is only for timed licenses');
+    if (hasFixed) throw invalidRequest('fixedExpiresAt', 'is only for timed licenses');
+    return { licenseType: 'perpetual', offsetDays: null, fixedExpiresAt: null };
+  }
+  if (hasOffset === hasFixed) throw invalidRequest(hasOffset ? 'fixedExpiresAt' : 'offsetDays', 'a timed mapping needs exactly one of offsetDays and fixedExpiresAt');
+  return { licenseType: 'timed', offsetDays: input.offsetDays ?? null, fixedExpiresAt: hasFixed ? parseTimestamp(input.fixedExpiresAt!, 'fixedExpiresAt') : null };
+}
+
+/** A failure of the provider while fulfilling: a 500, so the provider delivers the event again. */
+function retryLater(error: unknown): never {
+  if (error instanceof AppError && (error.code === 'provider_unavailable' || error.code === 'invalid_provider_key')) {
+    throw new AppError('internal_error', `Could not fetch the purchase from the provider (${error.message}); retry later.`);
+  }
+  throw error;
+}
+
+export interface PaymentServiceOptions {
+  /** Notification URLs registered at providers start here (BASE_URL). */
+  baseUrl: string;
+  /** Failures of after-commit work (deleting a replaced endpoint at the provider). */
+  onBackgroundError?: (error: unknown) => void;
+  clock?: () => number;
+  /** Development only: a provider's CLI signing secret (`stripe listen`), also accepted for test-mode connections. */
+  cliSecrets?: Record<string, string>;
+}
+
+/**
+ * Payments: the connection to a provider, price mappings, and the fulfilment rules, written once
+ * for every provider: a paid purchase creates one license per mapped line item (through the
+ * license service, with its purchase e-mail) in one unit, exactly once per session; a refund or a
+ * dispute revokes them. What is provider-specific sits behind `PaymentProvider`.
+ */
+export class PaymentService {
+  private readonly providers: Map<string, PaymentProvider>;
+  private readonly baseUrl: string;
+  private readonly onBackgroundError: (error: unknown) => void;
+  private readonly clock: () => number;
+  private readonly cliSecrets: Record<string, string>;
+
+  constructor(
+    private readonly repo: PaymentRepository,
+    private readonly units: UnitRunner,
+    providers: PaymentProvider[],
+    private readonly products: ProductService,
+    private readonly licenses: LicenseService,
+    private readonly secrets: SecretBox,
+    options: PaymentServiceOptions,
+  ) {
+    this.providers = new Map(providers.map((p) => [p.name, p]));
+    this.baseUrl = options.baseUrl;
+    this.onBackgroundError = options.onBackgroundError ?? (() => {});
+    this.clock = options.clock ?? Date.now;
+    this.cliSecrets = options.cliSecrets ?? {};
+  }
+
+  private provider(name: string): PaymentProvider {
+    const provider = this.providers.get(name);
+    if (!provider) throw notFound('Payment provider');
+    return provider;
+  }
+
+  private apiKey(c: Connection): string {
+    return this.secrets.open(c.apiKeySealed, c.id);
+  }
+
+  /**
+   * Connects (or reconnects) the account: creates the notification endpoint at the provider with
+   * the key (which checks the key), then stores both secrets sealed. A reconnect replaces the
+   * connection and deletes the old endpoint. Nothing is stored when the provider refuses.
+   */
+  async connect(principal: Principal, providerName: string, apiKey: string): Promise<Connection> {
+    const provider = this.provider(providerName);
+    const id = newConnectionId();
+    const endpoint = await provider.connect(apiKey, `${this.baseUrl}/api/v1/payments/${providerName}/webhook/${id}`);
+    const connection: Connection = {
+      id,
+      accountId: principal.accountId,
+      provider: providerName,
+      livemode: endpoint.livemode,
+      webhookEndpointId: endpoint.endpointId,
+      apiKeySealed: this.secrets.seal(apiKey, id),
+      webhookSecretSealed: this.secrets.seal(endpoint.signingSecret, `${id}/webhook`),
+      connectedAt: this.clock(),
+    };
+    let replaced: Connection | undefined;
+    try {
+      replaced = await this.units.run((unit) => this.repo.replaceConnection(unit, connection));
+    } catch (error) {
+      this.dropEndpoint(provider, apiKey, endpoint.endpointId);
+      throw error;
+    }
+    if (replaced) this.dropEndpoint(provider, this.apiKey(replaced), replaced.webhookEndpointId);
+    return connection;
+  }
+
+  /** After commit, best effort: an endpoint left behind only receives events answered 404. */
+  private dropEndpoint(provider: PaymentProvider, apiKey: string, endpointId: string): void {
+    provider.disconnect(apiKey, endpointId).catch(this.onBackgroundError);
+  }
+
+  connection(principal: Principal, providerName: string): Promise<Connection | undefined> {
+    this.provider(providerName);
+    return this.repo.findConnection(principal.accountId, providerName);
+  }
+
+  /**
+   * Deletes the endpoint at the provider, then forgets the keys. A key the provider refuses by now
+   * (revoked) cannot delete anything there: the keys are forgotten anyway. The provider being
+   * unreachable is a 502 and keeps the connection, so the operator can try again.
+   */
+  async disconnect(principal: Principal, providerName: string): Promise<void> {
+    const provider = this.provider(providerName);
+    const current = await this.repo.findConnection(principal.accountId, providerName);
+    if (!current) return;
+    try {
+      await provider.disconnect(this.apiKey(current), current.webhookEndpointId);
+    } catch (error) {
+      if (!(error instanceof AppError && error.code === 'invalid_provider_key')) throw error;
+    }
+    await this.units.run((unit) => this.repo.deleteConnection(unit, principal.accountId, current.id));
+  }
+
+  async addMapping(principal: Principal, productId: string, providerName: string, input: MappingInput): Promise<PriceMapping> {
+    const provider = this.provider(providerName);
+    await this.products.get(principal, productId);
+    const rule = checkMapping(input);
+    const priceId = input.priceId.trim();
+    if (!priceId) throw invalidRequest('priceId', 'must not be blank');
+    const taken = await this.repo.findMapping(principal.accountId, providerName, priceId);
+    if (taken) throw priceTaken(taken);
+    const connection = await this.repo.findConnection(principal.accountId, providerName);
+    if (!connection) throw new AppError('payments_not_connected', `Connect a ${providerName} account first: the price is checked there.`);
+    if (!(await provider.priceExists(this.apiKey(connection), priceId))) throw invalidRequest('priceId', `no such price at ${providerName}`);
+    const mapping: PriceMapping = { accountId: principal.accountId, provider: providerName, priceId, productId, maxDevices: input.maxDevices, ...rule, createdAt: this.clock() };
+    await this.units.run(async (unit) => {
+      await this.products.get(principal, productId, unit); // still there
+      if (!(await this.repo.insertMapping(unit, mapping))) throw priceTaken(undefined);
+    });
+    return mapping;
+  }
+
+  async listMappings(principal: Principal, productId: string): Promise<PriceMapping[]> {
+    await this.products.get(principal, productId);
+    return this.repo.listMappings(principal.accountId, productId);
+  }
+
+  async removeMapping(principal: Principal, productId: string, priceId: string): Promise<void> {
+    const removed = await this.units.run((unit) => this.repo.deleteMapping(unit, principal.accountId, productId, priceId));
+    if (!removed) throw notFound('Price mapping');
+  }
+
+  async listPurchases(principal: Principal, query: { limit?: number; cursor?: string }): Promise<PurchasePage> {
+    const limit = query.limit ?? PURCHASE_LIMIT_DEFAULT;
+    const data = await this.repo.listPurchases(principal.accountId, limit + 1, query.cursor ? decodeCursor(query.cursor) : undefined);
+    const more = data.length > limit;
+    if (more) data.pop();
+    return { data, nextCursor: more ? encodeCursor(data[data.length - 1]!) : null };
+  }
+
+  /** The operator's invoice of a purchase, fetched from the provider now (its links expire). */
+  async invoice(principal: Principal, purchaseId: string): Promise<Invoice> {
+    const purchase = await this.repo.getPurchase(principal.accountId, purchaseId);
+    if (!purchase) throw notFound('Purchase');
+    return this.fetchInvoice(purchase);
+  }
+
+  /** The buyer's invoice in the portal: 404 for anyone else's purchase. */
+  async customerInvoice(scope: CustomerScope, purchaseId: string): Promise<Invoice> {
+    const purchase = await this.repo.findCustomerPurchase({ ...scope, email: normalizeEmail(scope.email) }, purchaseId);
+    if (!purchase) throw notFound('Invoice');
+    return this.fetchInvoice(purchase);
+  }
+
+  /** For the portal: which of these licenses came with an invoice the buyer may download. */
+  invoicedPurchases(scope: CustomerScope, licenseKeys: string[]): Promise<Map<string, string>> {
+    if (licenseKeys.length === 0) return Promise.resolve(new Map());
+    return this.repo.invoicedPurchases({ ...scope, email: normalizeEmail(scope.email) }, licenseKeys);
+  }
+
+  private async fetchInvoice(purchase: Purchase): Promise<Invoice> {
+    if (!purchase.invoiceId) throw notFound('Invoice');
+    const connection = await this.repo.findConnection(purchase.accountId, purchase.provider);
+    if (!connection) throw new AppError('payments_not_connected', `The ${purchase.provider} account is no longer connected: its invoices cannot be fetched.`);
+    const invoice = await this.provider(purchase.provider).invoice(this.apiKey(connection), purchase.invoiceId);
+    if (!invoice) throw notFound('Invoice');
+    return invoice;
+  }
+
+  /**
+   * A provider's notification to `connectionId`: verified against that connection's signing
+   * secret, then applied. Everything the provider must be asked happens before the unit opens
+   * (a unit may await only its own statements); the unit then decides, under the purchase's
+   * unique key, whether this delivery is the one that fulfils.
+   */
+  async handleNotification(providerName: string, connectionId: string, rawBody: Buffer, signature: string | undefined): Promise<NotificationOutcome> {
+    const provider = this.provider(providerName);
+    const connection = await this.repo.findConnectionById(connectionId);
+    if (!connection || connection.provider !== providerName) throw notFound('Connection');
+    const secret = this.secrets.open(connection.webhookSecretSealed, `${connection.id}/webhook`);
+    const notification = this.verify(provider, connection, rawBody, signature, secret);
+    const principal: Principal = { accountId: connection.accountId, actor: { type: 'provider', provider: providerName } };
+    switch (notification.kind) {
+      case 'ignored':
+        return { outcome: 'ignored', type: notification.type };
+      case 'reversed':
+        return this.reverse(principal, providerName, notification);
+      case 'paid': {
+        // A redelivery of a fulfilled purchase costs no call to the provider.
+        if (await this.repo.findPurchaseBySession(connection.accountId, providerName, notification.sessionId)) return { outcome: 'duplicate' };
+        const items = await provider.lineItems(this.apiKey(connection), notification.sessionId).catch(retryLater);
+        return this.fulfil(principal, providerName, notification, items);
+      }
+    }
+  }
+
+  /** The endpoint's own secret; for a test-mode connection also the CLI's, when the server is given one. */
+  private verify(provider: PaymentProvider, connection: Connection, rawBody: Buffer, signature: string | undefined, secret: string) {
+    try {
+      return provider.parse(rawBody, signature, secret, this.clock());
+    } catch (error) {
+      const cli = this.cliSecrets[provider.name];
+      if (!cli || connection.livemode || !(error instanceof AppError && error.code === 'invalid_signature')) throw error;
+      return provider.parse(rawBody, signature, cli, this.clock());
+    }
+  }
+
+  private fulfil(principal: Principal, providerName: string, paid: PaidPurchase, items: LineItem[]): Promise<NotificationOutcome> {
+    const now = this.clock();
+    return this.units.run(async (unit): Promise<NotificationOutcome> => {
+      const priceIds = [...new Set(items.flatMap((i) => (i.priceId ? [i.priceId] : [])))];
+      const mappings = new Map((await this.repo.mappingsFor(unit, principal.accountId, providerName, priceIds)).map((m) => [m.priceId, m]));
+      // Refunded or disputed before this event got through (it was being retried): recorded as such, no license.
+      const reversed = paid.paymentId ? await this.repo.earlyReversal(unit, principal.accountId, providerName, paid.paymentId) : undefined;
+      const mapped = reversed ? [] : items.filter((i) => i.priceId !== null && mappings.has(i.priceId));
+      const purchase: Purchase = {
+        id: newPurchaseId(),
+        accountId: principal.accountId,
+        provider: providerName,
+        sessionId: paid.sessionId,
+        paymentId: paid.paymentId,
+        email: paid.email,
+        amountTotal: paid.amountTotal,
+        currency: paid.currency,
+        // Any item the operator has not mapped needs their attention, even beside mapped ones.
+        status: reversed ?? (mapped.length === items.length && items.length > 0 ? 'fulfilled' : 'unmapped'),
+        invoiceId: paid.invoiceId,
+        createdAt: now,
+        licenseKeys: [],
+      };
+      if (!(await this.repo.insertPurchase(unit, purchase, paid.email ? normalizeEmail(paid.email) : null))) return { outcome: 'duplicate' };
+      for (const item of mapped) {
+        const mapping = mappings.get(item.priceId!)!;
+        const license = await this.licenses.create(
+          principal,
+          {
+            productId: mapping.productId,
+            type: mapping.licenseType,
+            expiresAt: expiryOf(mapping, now),
+            maxDevices: Math.min(MAX_DEVICES, mapping.maxDevices * Math.max(1, item.quantity)),
+            email: paid.email,
+            // No address on the session: the license is made all the same; the operator sees it in purchases.
+            sendEmail: paid.email !== null,
+          },
+          unit,
+        );
+        await this.repo.addPurchaseLicense(unit, purchase.id, item.id, license.key);
+        purchase.licenseKeys.push(license.key);
+      }
+      await unit.emit({ type: 'purchase.completed', actor: principal.actor, occurredAt: now, purchase: purchaseSnapshot(purchase) });
+      return { outcome: purchase.status === 'unmapped' ? 'unmapped' : 'fulfilled', purchase };
+    });
+  }
+
+  /** A full refund or a dispute: every license of the purchase is revoked, once. */
+  private reverse(principal: Principal, providerName: string, reversed: ReversedPayment): Promise<NotificationOutcome> {
+    const now = this.clock();
+    return this.units.run(async (unit): Promise<NotificationOutcome> => {
+      const found = await this.repo.lockPurchasesByPayment(unit, principal.accountId, providerName, reversed.paymentId);
+      if (found.length === 0) {
+        // Its checkout event may still be on its way (Stripe retries a failed delivery for days).
+        await this.repo.rememberReversal(unit, principal.accountId, providerName, reversed.paymentId, reversed.reason, now);
+        return { outcome: 'ignored', type: `payment ${reversed.reason} before its purchase: remembered` };
+      }
+      const purchases = found.filter((p) => p.status === 'fulfilled' || p.status === 'unmapped');
+      if (purchases.length === 0) return { outcome: 'ignored', type: `payment ${reversed.reason}: reversed already` };
+      for (const purchase of purchases) {
+        for (const key of purchase.licenseKeys) await this.revoke(principal, key, unit);
+        await this.repo.setPurchaseStatus(unit, purchase.id, reversed.reason, now);
+        purchase.status = reversed.reason;
+        await unit.emit({ type: 'purchase.refunded', actor: principal.actor, occurredAt: now, purchase: purchaseSnapshot(purchase), reason: reversed.reason });
+      }
+      return { outcome: 'reversed', purchases };
+    });
+  }
+
+  private async revoke(principal: Principal, key: string, unit: Unit): Promise<void> {
+    try {
+      await this.licenses.update(principal, key, { revoked: true }, unit);
+    } catch (error) {
+      // The operator deleted that license meanwhile: nothing left to revoke.
+      if (!(error instanceof AppError && error.code === 'not_found')) throw error;
+    }
+  }
+}
+
+const priceTaken = (mapping: PriceMapping | undefined): AppError =>
+  new AppError('price_already_mapped', mapping ? `The price is mapped to product ${mapping.productId} already.` : 'The price is mapped to a product already.');
+
+/** The expiry a mapping gives a license made at `now` (ISO, as the license service takes it). */
+function expiryOf(m: PriceMapping, now: number): string | null {
+  if (m.licenseType === 'perpetual') return null;
+  return new Date(m.fixedExpiresAt ?? now + m.offsetDays! * DAY).toISOString();
+}

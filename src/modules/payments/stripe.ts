@@ -1,0 +1,163 @@
+import Stripe from 'stripe';
+import { AppError } from '../../core/errors.ts';
+import type { Invoice, LineItem, Notification, PaymentProvider, ProviderEndpoint } from './provider.ts';
+
+/** The events the endpoint subscribes to (decisions.md); everything else Stripe might send is ignored. */
+export const STRIPE_EVENTS = ['checkout.session.completed', 'checkout.session.async_payment_succeeded', 'charge.refunded', 'charge.dispute.created'] as const;
+
+/** Stripe's own limit on the age of a signed event we accept (seconds). */
+export const SIGNATURE_TOLERANCE_SECONDS = 300;
+
+const CLIENT_CACHE_MAX = 1000;
+
+export interface StripeOptions {
+  /** STRIPE_API_URL: another address for every call (a test double, a proxy). */
+  apiUrl?: string;
+  /** Per-call timeout; a webhook answered 500 is retried by Stripe anyway. */
+  timeoutMs?: number;
+}
+
+const idOf = (value: unknown): string | null =>
+  typeof value === 'string' ? value : value && typeof value === 'object' && typeof (value as { id?: unknown }).id === 'string' ? (value as { id: string }).id : null;
+
+/** Stripe's answer as the service's error model: a refused key, the provider failing, or a bug. */
+function translate(error: unknown): never {
+  if (error instanceof Stripe.errors.StripeAuthenticationError || error instanceof Stripe.errors.StripePermissionError) {
+    throw new AppError('invalid_provider_key', `Stripe refused the key: ${error.message}`);
+  }
+  if (
+    error instanceof Stripe.errors.StripeConnectionError ||
+    error instanceof Stripe.errors.StripeAPIError ||
+    error instanceof Stripe.errors.StripeRateLimitError
+  ) {
+    throw new AppError('provider_unavailable', 'Stripe is unreachable or failed; try again shortly.');
+  }
+  throw error;
+}
+
+const isMissing = (error: unknown): boolean => error instanceof Stripe.errors.StripeInvalidRequestError && error.statusCode === 404;
+
+/**
+ * Stripe behind the provider seam, through the official `stripe` package for every call and for
+ * signature verification. One client per key (cached): each keeps its own keep-alive connections.
+ */
+export class StripeProvider implements PaymentProvider {
+  readonly name = 'stripe';
+  private readonly clients = new Map<string, Stripe>();
+  private readonly config: Stripe.StripeConfig;
+
+  constructor(options: StripeOptions = {}) {
+    this.config = { maxNetworkRetries: 1, timeout: options.timeoutMs ?? 20_000, appInfo: { name: 'Tessera' } };
+    if (options.apiUrl) {
+      const url = new URL(options.apiUrl);
+      const protocol = url.protocol === 'http:' ? 'http' : 'https';
+      this.config = { ...this.config, host: url.hostname, port: url.port || (protocol === 'http' ? 80 : 443), protocol };
+    }
+  }
+
+  private client(apiKey: string): Stripe {
+    let client = this.clients.get(apiKey);
+    if (!client) {
+      if (this.clients.size >= CLIENT_CACHE_MAX) this.clients.delete(this.clients.keys().next().value!);
+      client = new Stripe(apiKey, this.config);
+      this.clients.set(apiKey, client);
+    }
+    return client;
+  }
+
+  async connect(apiKey: string, url: string): Promise<ProviderEndpoint> {
+    try {
+      const endpoint = await this.client(apiKey).webhookEndpoints.create({ url, enabled_events: [...STRIPE_EVENTS], description: 'Tessera: licenses for purchases' });
+      if (!endpoint.secret) throw new AppError('provider_unavailable', 'Stripe created the webhook endpoint without a signing secret.');
+      return { endpointId: endpoint.id, signingSecret: endpoint.secret, livemode: endpoint.livemode };
+    } catch (error) {
+      // Stripe refusing the endpoint itself (say, a BASE_URL it cannot reach) is the operator's to fix.
+      if (error instanceof Stripe.errors.StripeInvalidRequestError) throw new AppError('invalid_request', `Stripe refused the webhook endpoint: ${error.message}`);
+      return translate(error);
+    }
+  }
+
+  async disconnect(apiKey: string, endpointId: string): Promise<void> {
+    try {
+      await this.client(apiKey).webhookEndpoints.del(endpointId);
+    } catch (error) {
+      if (isMissing(error)) return;
+      translate(error);
+    } finally {
+      this.clients.delete(apiKey);
+    }
+  }
+
+  parse(rawBody: Buffer, signature: string | undefined, signingSecret: string, now: number): Notification {
+    if (!signature) throw new AppError('invalid_signature', 'The Stripe-Signature header is missing.');
+    let event: Stripe.Event;
+    try {
+      event = Stripe.webhooks.constructEvent(rawBody, signature, signingSecret, SIGNATURE_TOLERANCE_SECONDS, undefined, now);
+    } catch (error) {
+      if (error instanceof Stripe.errors.StripeSignatureVerificationError) throw new AppError('invalid_signature', `The Stripe-Signature does not verify: ${error.message}`);
+      throw new AppError('invalid_request', 'The event is not valid JSON.');
+    }
+    switch (event.type) {
+      case 'checkout.session.completed':
+      case 'checkout.session.async_payment_succeeded': {
+        const session = event.data.object;
+        // A completed session of a delayed method (bank debit) is not paid yet: async_payment_succeeded follows.
+        if (session.payment_status === 'unpaid') return { kind: 'ignored', type: `${event.type} (unpaid)` };
+        return {
+          kind: 'paid',
+          sessionId: session.id,
+          paymentId: idOf(session.payment_intent),
+          email: session.customer_details?.email ?? session.customer_email ?? null,
+          amountTotal: session.amount_total ?? null,
+          currency: session.currency ?? null,
+          invoiceId: idOf(session.invoice),
+        };
+      }
+      case 'charge.refunded': {
+        const charge = event.data.object;
+        const paymentId = idOf(charge.payment_intent);
+        // Only a full refund takes the licenses back; a partial one is a goodwill gesture.
+        if (!charge.refunded || !paymentId) return { kind: 'ignored', type: `${event.type} (partial)` };
+        return { kind: 'reversed', paymentId, reason: 'refunded' };
+      }
+      case 'charge.dispute.created': {
+        const paymentId = idOf(event.data.object.payment_intent);
+        return paymentId ? { kind: 'reversed', paymentId, reason: 'disputed' } : { kind: 'ignored', type: event.type };
+      }
+      default:
+        return { kind: 'ignored', type: event.type };
+    }
+  }
+
+  async lineItems(apiKey: string, sessionId: string): Promise<LineItem[]> {
+    const items: LineItem[] = [];
+    try {
+      for await (const item of this.client(apiKey).checkout.sessions.listLineItems(sessionId, { limit: 100 })) {
+        items.push({ id: item.id, priceId: item.price?.id ?? null, quantity: item.quantity ?? 1 });
+      }
+    } catch (error) {
+      translate(error);
+    }
+    return items;
+  }
+
+  async priceExists(apiKey: string, priceId: string): Promise<boolean> {
+    try {
+      await this.client(apiKey).prices.retrieve(priceId);
+      return true;
+    } catch (error) {
+      if (isMissing(error)) return false;
+      return translate(error);
+    }
+  }
+
+  async invoice(apiKey: string, invoiceId: string): Promise<Invoice | null> {
+    try {
+      const invoice = await this.client(apiKey).invoices.retrieve(invoiceId);
+      return invoice.invoice_pdf ? { invoicePdf: invoice.invoice_pdf, hostedInvoiceUrl: invoice.hosted_invoice_url ?? null } : null;
+    } catch (error) {
+      if (isMissing(error)) return null;
+      return translate(error);
+    }
+  }
+}

@@ -1,0 +1,58 @@
+import { expect, it } from 'vitest';
+import { call, createProduct, createTenant } from '../support/app.ts';
+import { connectStripe, deliver, licensesOf, mapPrice, purchaseMailsTo, usePaymentsApp } from '../support/payments.ts';
+import { forEachStore } from '../support/stores.ts';
+import { signedEvent, stripeObjects } from '../support/stripe-double.ts';
+
+forEachStore('payments (concurrency)', (kind) => {
+  const p = usePaymentsApp(kind);
+
+  it('10 concurrent deliveries of one event: 1 purchase, 1 license per line item, 1 e-mail each; all answered 200', async () => {
+    const t = await createTenant(p.ctx);
+    const c = await connectStripe(p, t);
+    const product = await createProduct(p.ctx, t);
+    const [one, two] = [p.double.price(c.key), p.double.price(c.key)];
+    await mapPrice(p, t, product.id, { priceId: one });
+    await mapPrice(p, t, product.id, { priceId: two, maxDevices: 3 });
+    const session = p.double.session(c.key, [{ priceId: one }, { priceId: two }]);
+    const email = `race-${kind}-${Date.now()}@example.com`;
+    const event = signedEvent(c.secret, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email }));
+    const results = await Promise.all(Array.from({ length: 10 }, () => deliver(p.ctx, c.connectionId, event)));
+    expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
+    // They raced: more than one got as far as asking Stripe for the line items.
+    expect(p.double.calls('GET', `/v1/checkout/sessions/${session}/line_items`).length).toBeGreaterThan(1);
+    const licenses = await licensesOf(p.ctx.store, t.userId);
+    expect(licenses.map((l) => l.max_devices).sort()).toEqual([1, 3]);
+    expect(await purchaseMailsTo(p.ctx.store, email)).toBe(2);
+    const purchases = (await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth })).body.data;
+    expect(purchases).toHaveLength(1);
+    expect(purchases[0].licenseKeys).toHaveLength(2);
+  });
+
+  it('10 concurrent refunds of one purchase: one reversal', async () => {
+    const t = await createTenant(p.ctx);
+    const c = await connectStripe(p, t);
+    const product = await createProduct(p.ctx, t);
+    const price = p.double.price(c.key);
+    await mapPrice(p, t, product.id, { priceId: price });
+    const session = p.double.session(c.key, [{ priceId: price }]);
+    await deliver(p.ctx, c.connectionId, signedEvent(c.secret, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: 'r@example.com', paymentIntent: 'pi_race_refund' })));
+    const refund = signedEvent(c.secret, 'charge.refunded', stripeObjects.charge({ paymentIntent: 'pi_race_refund', refunded: true }));
+    let reversals = 0;
+    p.ctx.services.events.subscribe((e) => void (e.type === 'purchase.refunded' && e.purchase.accountId === t.userId && reversals++));
+    const results = await Promise.all(Array.from({ length: 10 }, () => deliver(p.ctx, c.connectionId, refund)));
+    expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
+    expect(reversals).toBe(1);
+    expect((await licensesOf(p.ctx.store, t.userId))[0]!.revoked).toBeTruthy();
+  });
+
+  it('5 concurrent connects of one account: all answered, one connection left, the other endpoints deleted at Stripe', async () => {
+    const t = await createTenant(p.ctx);
+    const key = p.double.account();
+    const results = await Promise.all(Array.from({ length: 5 }, () => call(p.ctx, { method: 'PUT', url: '/api/v1/payments/stripe', headers: t.auth, json: { restrictedKey: key } })));
+    expect(results.map((r) => r.status)).toEqual(Array(5).fill(200));
+    const rows = await p.ctx.store.read.all(p.ctx.store.db.selectFrom('payment_connections').select(['id', 'webhook_endpoint_id']).where('user_id', '=', t.userId));
+    expect(rows).toHaveLength(1);
+    await expect.poll(() => [...p.double.endpoints.entries()].filter(([, e]) => e.key === key).map(([id]) => id)).toEqual([rows[0]!.webhook_endpoint_id]);
+  });
+});

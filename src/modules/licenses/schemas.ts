@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { toIso, toIsoOrNull } from '../../core/time.ts';
 import { Email, Nullable, Timestamp } from '../../http/schema-helpers.ts';
 import { LIST_LIMIT_MAX } from './service.ts';
+import type { LicenseChanges } from '../../core/events.ts';
 import type { Device, License, LicenseRecord } from './types.ts';
 
 export const DEVICE_IDENTIFIER_MAX = 96;
@@ -124,3 +125,11 @@ export const publicLicenseView = (l: LicenseRecord) => ({
   expiresAt: toIsoOrNull(l.expiresAt),
   createdAt: toIso(l.createdAt),
 });
+
+/** An update's changed fields as the API shows them (times as ISO strings): webhooks and the audit log. */
+export function licenseChangesView(changes: LicenseChanges): Record<string, { from: unknown; to: unknown }> {
+  const time = (v: unknown) => (typeof v === 'number' ? toIso(v) : v);
+  return Object.fromEntries(
+    Object.entries(changes).map(([field, change]) => [field, field === 'expiresAt' || field === 'createdAt' ? { from: time(change!.from), to: time(change!.to) } : change!]),
+  );
+}

@@ -66,11 +66,13 @@ const resolveAll = (host: string): Promise<LookupAddress[]> =>
 export const hostOf = (url: URL): string => url.hostname.replace(/^\[|\]$/g, '');
 
 /**
- * Resolves `host` and throws ForbiddenAddressError when any of its addresses is forbidden (one
- * bad address among good ones is enough: a connection may pick it).
+ * Resolves `host` (throwing when it does not resolve) and, unless `allowPrivate`, throws
+ * ForbiddenAddressError when any of its addresses is forbidden (one bad address among good ones
+ * is enough: a connection may pick it).
  */
-export async function checkHost(host: string): Promise<void> {
+export async function checkHost(host: string, allowPrivate = false): Promise<void> {
   const addresses = isIP(host) ? [{ address: host }] : await resolveAll(host);
+  if (allowPrivate) return;
   const bad = addresses.find((a) => isForbiddenAddress(a.address));
   if (bad) throw new ForbiddenAddressError(host, bad.address);
 }

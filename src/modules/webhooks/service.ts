@@ -161,7 +161,7 @@ export class WebhookService {
     for (const d of deliveries) await this.outbox.enqueue(unit, WEBHOOK_JOB, { deliveryId: d.id });
   }
 
-  /** http(s) only, no credentials, and (unless WEBHOOK_ALLOW_PRIVATE) a host that resolves to public addresses only. */
+  /** http(s) only, no credentials, a host that resolves, and (unless WEBHOOK_ALLOW_PRIVATE) to public addresses only. */
   private async checkUrl(raw: string): Promise<string> {
     let url: URL;
     try {
@@ -171,13 +171,11 @@ export class WebhookService {
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalidRequest('url', 'must be an http:// or https:// URL');
     if (url.username || url.password) throw invalidRequest('url', 'must not contain a user name or password');
-    if (!this.allowPrivate) {
-      try {
-        await checkHost(hostOf(url));
-      } catch (err) {
-        if (err instanceof ForbiddenAddressError) throw invalidRequest('url', `${err.message}; such addresses are refused (WEBHOOK_ALLOW_PRIVATE)`);
-        throw invalidRequest('url', `the host ${url.hostname} could not be resolved`);
-      }
+    try {
+      await checkHost(hostOf(url), this.allowPrivate);
+    } catch (err) {
+      if (err instanceof ForbiddenAddressError) throw invalidRequest('url', `${err.message}; such addresses are refused (WEBHOOK_ALLOW_PRIVATE)`);
+      throw invalidRequest('url', `the host ${url.hostname} could not be resolved`);
     }
     return url.toString();
   }

@@ -79,7 +79,7 @@ export class WebhookDeliverer implements JobConsumer {
       let disabled = false;
       if (success) await this.repo.clearFailing(unit, target.endpointId);
       else disabled = await this.repo.markFailing(unit, target.endpointId, now, now - DISABLE_AFTER_MS);
-      if (disabled) await this.notifyDisabled(unit, target, now);
+      if (disabled) await this.notifyDisabled(unit, target);
       const status = success ? 'succeeded' : disabled || retryAt === null ? 'failed' : 'pending';
       await this.repo.recordAttempt(unit, {
         deliveryId,
@@ -110,10 +110,10 @@ export class WebhookDeliverer implements JobConsumer {
     };
   }
 
-  private async notifyDisabled(unit: Unit, target: DeliveryTarget, now: number): Promise<void> {
+  private async notifyDisabled(unit: Unit, target: DeliveryTarget): Promise<void> {
     const account = await this.accounts.findById(target.accountId, unit);
     if (!account) return;
-    const mail = webhookDisabledMail({ url: target.url, endpointId: target.endpointId, failingSince: now - DISABLE_AFTER_MS });
+    const mail = webhookDisabledMail({ url: target.url, endpointId: target.endpointId });
     await this.mail.queue(unit, { kind: 'webhook_disabled', to: account.email, replyTo: null, ...mail });
   }
 }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { invalidRequest } from '../../core/errors.ts';
 import { type DomainEvent, eventAccountId, type LicenseSnapshot } from '../../core/events.ts';
 import { normalizeLicenseKey } from '../../core/license-key.ts';
@@ -73,6 +73,16 @@ function entryOf(event: DomainEvent): Pick<AuditEntry, 'type' | 'changes'> | nul
   }
 }
 
+let sequence = 0;
+/**
+ * Ids that sort as their entries were written (time, then a per-process sequence): entries of
+ * one millisecond (a fast series of activations) keep their order on a page and across pages.
+ */
+function entryId(at: number): string {
+  sequence = (sequence + 1) % 36 ** 4;
+  return `${at.toString(36).padStart(9, '0')}${sequence.toString(36).padStart(4, '0')}${randomBytes(6).toString('hex')}`;
+}
+
 function encodeCursor(e: AuditEntry): string {
   return Buffer.from(JSON.stringify([e.createdAt, e.id])).toString('base64url');
 }
@@ -102,7 +112,7 @@ export class AuditService {
   async onEvent(event: DomainEvent, unit: Unit): Promise<void> {
     const entry = entryOf(event);
     if (!entry || !('license' in event)) return;
-    await this.repo.insert(unit, { id: randomUUID(), accountId: eventAccountId(event), licenseKey: event.license.key, actor: event.actor, createdAt: event.occurredAt, ...entry });
+    await this.repo.insert(unit, { id: entryId(event.occurredAt), accountId: eventAccountId(event), licenseKey: event.license.key, actor: event.actor, createdAt: event.occurredAt, ...entry });
   }
 
   /** A license's entries, newest first; 404 when the account has neither the license nor entries for it. */

@@ -76,18 +76,30 @@ export class Outbox {
     return (await this.store.read.first(this.dueFilter(kinds, now).limit(1))) !== undefined;
   }
 
-  /** Takes up to `limit` due jobs of `kinds` for `workerId` until now + leaseMs, counting the attempt. */
-  claim(workerId: string, kinds: readonly string[], leaseMs: number, limit: number): Promise<Job[]> {
+  /**
+   * Takes up to `limit` due jobs of `kinds` for `workerId` until now + leaseMs (or the kind's own
+   * lease in `leaseByKind`: a webhook is over in seconds, an SMTP send may take minutes), counting
+   * the attempt.
+   */
+  claim(workerId: string, kinds: readonly string[], leaseMs: number, limit: number, leaseByKind: Readonly<Record<string, number>> = {}): Promise<Job[]> {
     return this.store.write(async (tx) => {
       const now = this.clock();
       const due = this.dueFilter(kinds, now)
         .orderBy('next_attempt_at')
         .limit(limit)
         .$if(this.store.lockRows, (q) => q.forUpdate().skipLocked());
+      const own = Object.entries(leaseByKind);
       const rows = await tx.all(
         this.store.db
           .updateTable('outbox')
-          .set({ claimed_by: workerId, claimed_until: now + leaseMs, attempts: sql<number>`attempts + 1` })
+          .set((eb) => ({
+            claimed_by: workerId,
+            claimed_until:
+              own.length === 0
+                ? now + leaseMs
+                : own.reduce((c, [kind, ms]) => c.when('kind', '=', kind).then(now + ms), eb.case() as any).else(now + leaseMs).end(),
+            attempts: sql<number>`attempts + 1`,
+          }))
           .where('id', 'in', due)
           .returningAll(),
       );

@@ -12,6 +12,8 @@ export interface JobConsumer {
    * schedule (the first retries within seconds, then over more than a day).
    */
   retryAt?(job: Job, now: number): number | null;
+  /** How long a claim of this kind holds (ms), when shorter than the worker's lease. */
+  readonly leaseMs?: number;
   /** Releases what the consumer holds (connections) when the worker stops. */
   close?(): void;
 }
@@ -82,6 +84,7 @@ export class OutboxWorker {
   private kick: (() => void) | undefined;
 
   private readonly kinds: readonly string[];
+  private readonly leaseByKind: Record<string, number>;
 
   constructor(
     private readonly outbox: Outbox,
@@ -93,6 +96,7 @@ export class OutboxWorker {
   ) {
     // Only kinds this process can handle are claimed: a newer process's kinds wait for it.
     this.kinds = Object.keys(consumers);
+    this.leaseByKind = Object.fromEntries(Object.entries(consumers).flatMap(([kind, c]) => (c.leaseMs === undefined ? [] : [[kind, c.leaseMs]])));
   }
 
   start(): void {
@@ -156,7 +160,7 @@ export class OutboxWorker {
     const { concurrency, batchSize, leaseMs } = this.settings;
     while (!this.stopping) {
       const free = concurrency - inHand.size;
-      const batch = free > 0 && (await this.outbox.hasDue(this.kinds, this.clock())) ? await this.outbox.claim(this.id, this.kinds, leaseMs, Math.min(batchSize, free)) : [];
+      const batch = free > 0 && (await this.outbox.hasDue(this.kinds, this.clock())) ? await this.outbox.claim(this.id, this.kinds, leaseMs, Math.min(batchSize, free), this.leaseByKind) : [];
       for (const job of batch) {
         const done: Promise<void> = this.work(job).finally(() => inHand.delete(done));
         inHand.add(done);

@@ -44,6 +44,8 @@ export function webhookRetryAt(job: Pick<Job, 'id' | 'attempts'>, now: number): 
  */
 export class WebhookDeliverer implements JobConsumer {
   readonly description = 'operator webhooks';
+  /** An attempt is over within its timeouts: a crashed worker's deliveries are retried soon after. */
+  readonly leaseMs: number;
 
   constructor(
     private readonly repo: WebhookRepository,
@@ -53,7 +55,9 @@ export class WebhookDeliverer implements JobConsumer {
     private readonly accounts: AccountService,
     private readonly mail: MailQueue,
     private readonly clock: () => number = Date.now,
-  ) {}
+  ) {
+    this.leaseMs = sender.settings.connectTimeoutMs + sender.settings.timeoutMs + 15_000;
+  }
 
   retryAt(job: Job, now: number): number | null {
     return webhookRetryAt(job, now);

@@ -35,7 +35,7 @@ const USER_AGENT = 'Tessera-Webhooks/1.0';
 export class WebhookSender {
   private readonly agents: { 'http:': http.Agent; 'https:': https.Agent };
 
-  constructor(private readonly settings: SenderSettings) {
+  constructor(readonly settings: SenderSettings) {
     const common = { keepAlive: true, maxSockets: settings.maxSockets, ...(settings.allowPrivate ? {} : { lookup: guardedLookup }) };
     this.agents = { 'http:': new http.Agent(common), 'https:': new https.Agent(common) };
   }

@@ -13,9 +13,11 @@ export interface Job<P = unknown> {
   /** Attempts so far, this one included. */
   attempts: number;
   createdAt: number;
+  /** The worker holding the claim. */
+  claimedBy: string;
 }
 
-const toJob = (r: OutboxTable): Job => ({ id: r.id, kind: r.kind, payload: JSON.parse(r.payload), attempts: r.attempts, createdAt: r.created_at });
+const toJob = (r: OutboxTable): Job => ({ id: r.id, kind: r.kind, payload: JSON.parse(r.payload), attempts: r.attempts, createdAt: r.created_at, claimedBy: r.claimed_by ?? '' });
 
 /**
  * The general, durable outbox. A job is inserted in the same unit of work as the change that
@@ -107,17 +109,18 @@ export class Outbox {
     });
   }
 
-  /** Marks a claimed job done; claimed_by stays: which worker did it. */
-  async complete(id: string, workerId: string): Promise<void> {
-    await this.store.write((tx) =>
-      tx.run(
-        this.store.db
-          .updateTable('outbox')
-          .set({ status: 'done', done_at: this.clock(), claimed_until: null, last_error: null })
-          .where('id', '=', id)
-          .where('claimed_by', '=', workerId),
-      ),
-    );
+  /**
+   * Marks a claimed job done; claimed_by stays: which worker did it. In `unit` when given: a
+   * consumer that records its outcome in a unit completes the job with it (one write, not two).
+   */
+  async complete(id: string, workerId: string, unit?: Unit): Promise<void> {
+    const statement = this.store.db
+      .updateTable('outbox')
+      .set({ status: 'done', done_at: this.clock(), claimed_until: null, last_error: null })
+      .where('id', '=', id)
+      .where('claimed_by', '=', workerId);
+    if (unit) await executorOf(unit).run(statement);
+    else await this.store.write((tx) => tx.run(statement));
   }
 
   /** Releases a failed claim: retried at `retryAt`, or dead for good when it is null. */

@@ -5,7 +5,11 @@ import type { Job, Outbox } from './outbox.ts';
 export interface JobConsumer {
   /** For the log line at start (e.g. where e-mail goes). */
   readonly description: string;
-  handle(job: Job): Promise<void>;
+  /**
+   * Does the job; throws to have it retried. Resolves `'completed'` when it has marked the job
+   * done itself (Outbox.complete in the unit that recorded its outcome), else the worker does.
+   */
+  handle(job: Job): Promise<void | 'completed'>;
   /**
    * This kind's retry policy: when a failed job runs again (epoch ms), or null for dead. Without
    * it the worker's exponential backoff and maxAttempts apply (e-mail); webhooks keep their own
@@ -51,6 +55,8 @@ export const DEFAULT_WORKER_SETTINGS: WorkerSettings = {
 };
 
 const PURGE_EVERY_MS = 60 * 60_000;
+/** How long free slots wait for more to free up before they are refilled anyway. */
+const REFILL_WAIT_MS = 20;
 
 interface Log {
   info(obj: object, msg: string): void;
@@ -158,17 +164,28 @@ export class OutboxWorker {
     let attempted = 0;
     const inHand = new Set<Promise<void>>();
     const { concurrency, batchSize, leaseMs } = this.settings;
+    // A claim is a write (an fsync on SQLite): refilling one slot at a time would make it the
+    // bottleneck, so slots are refilled a batch at a time, or after REFILL_WAIT_MS at the latest.
+    const refillAt = Math.max(1, Math.min(batchSize, Math.ceil(concurrency / 4)));
+    let waitedSince = 0;
     while (!this.stopping) {
       const free = concurrency - inHand.size;
-      const batch = free > 0 && (await this.outbox.hasDue(this.kinds, this.clock())) ? await this.outbox.claim(this.id, this.kinds, leaseMs, Math.min(batchSize, free), this.leaseByKind) : [];
+      const refill = free >= refillAt || inHand.size === 0 || (free > 0 && performance.now() - waitedSince >= REFILL_WAIT_MS);
+      if (!refill) {
+        if (waitedSince === 0) waitedSince = performance.now();
+        await this.nextSlotOrJob(inHand, REFILL_WAIT_MS);
+        continue;
+      }
+      waitedSince = 0;
+      const batch = (await this.outbox.hasDue(this.kinds, this.clock())) ? await this.outbox.claim(this.id, this.kinds, leaseMs, Math.min(batchSize, free), this.leaseByKind) : [];
       for (const job of batch) {
         const done: Promise<void> = this.work(job).finally(() => inHand.delete(done));
         inHand.add(done);
       }
       attempted += batch.length;
-      if (batch.length === free && free > 0) continue; // more may be due
+      if (batch.length === Math.min(batchSize, free)) continue; // more may be due
       if (inHand.size === 0) break; // nothing due (or another process took it) and nothing in hand
-      await this.nextSlotOrJob(inHand);
+      await this.nextSlotOrJob(inHand, this.settings.pollMs);
     }
     await Promise.all(inHand);
     await this.purgeOccasionally();
@@ -176,11 +193,11 @@ export class OutboxWorker {
   }
 
   /** Waits until a job in hand finishes, a job is queued in this process, or a poll interval passes. */
-  private async nextSlotOrJob(inHand: Set<Promise<void>>): Promise<void> {
+  private async nextSlotOrJob(inHand: Set<Promise<void>>, timeoutMs: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     await new Promise<void>((resolve) => {
       this.kick = resolve;
-      timer = setTimeout(resolve, this.settings.pollMs);
+      timer = setTimeout(resolve, timeoutMs);
       void Promise.race(inHand).then(resolve, resolve);
     });
     clearTimeout(timer);
@@ -198,8 +215,7 @@ export class OutboxWorker {
 
   private async attempt(job: Job): Promise<void> {
     try {
-      await this.consumers[job.kind]!.handle(job);
-      await this.outbox.complete(job.id, this.id);
+      if ((await this.consumers[job.kind]!.handle(job)) !== 'completed') await this.outbox.complete(job.id, this.id);
     } catch (err) {
       const retryAt = this.retryAt(job);
       const giveUp = retryAt === null;

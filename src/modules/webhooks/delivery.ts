@@ -4,7 +4,7 @@ import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { AccountService } from '../accounts/service.ts';
 import type { MailQueue } from '../mail/queue.ts';
 import { webhookDisabledMail } from '../mail/templates.ts';
-import type { Job } from '../outbox/outbox.ts';
+import type { Job, Outbox } from '../outbox/outbox.ts';
 import type { JobConsumer } from '../outbox/worker.ts';
 import { signatureHeader } from './payload.ts';
 import type { WebhookSender } from './sender.ts';
@@ -54,6 +54,7 @@ export class WebhookDeliverer implements JobConsumer {
     private readonly secrets: SecretBox,
     private readonly accounts: AccountService,
     private readonly mail: MailQueue,
+    private readonly outbox: Outbox,
     private readonly clock: () => number = Date.now,
   ) {
     this.leaseMs = sender.settings.connectTimeoutMs + sender.settings.timeoutMs + 15_000;
@@ -63,15 +64,16 @@ export class WebhookDeliverer implements JobConsumer {
     return webhookRetryAt(job, now);
   }
 
-  async handle(job: Job): Promise<void> {
+  async handle(job: Job): Promise<'completed' | undefined> {
     const { deliveryId } = job.payload as { deliveryId: string };
     const target = await this.repo.loadTarget(deliveryId);
     if (!target) return; // its endpoint was deleted, and its deliveries with it
     if (!target.enabled) {
-      await this.units.run((unit) =>
-        this.repo.recordAttempt(unit, { deliveryId, attemptedAt: this.clock(), statusCode: null, durationMs: 0, success: false, error: 'endpoint disabled', status: 'failed', nextAttemptAt: null }),
-      );
-      return;
+      await this.units.run(async (unit) => {
+        await this.repo.recordAttempt(unit, { deliveryId, attemptedAt: this.clock(), statusCode: null, durationMs: 0, success: false, error: 'endpoint disabled', status: 'failed', nextAttemptAt: null });
+        await this.outbox.complete(job.id, job.claimedBy, unit);
+      });
+      return 'completed';
     }
     const attemptedAt = this.clock();
     const answer = await this.sender.post(target.url, target.body, this.headers(target, attemptedAt));
@@ -95,9 +97,12 @@ export class WebhookDeliverer implements JobConsumer {
         status,
         nextAttemptAt: status === 'pending' ? retryAt : null,
       });
+      // The job ends with its outcome in one write; a failure to retry goes back to the worker.
+      if (success || disabled) await this.outbox.complete(job.id, job.claimedBy, unit);
       return disabled;
     });
     if (!success && !disabled) throw new Error(`webhook ${deliveryId} to ${new URL(target.url).host}: ${error}`);
+    return 'completed';
   }
 
   close(): void {

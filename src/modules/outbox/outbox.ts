@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
 import type { OutboxTable } from '../../storage/schema.ts';
+import { Prepared } from '../../storage/prepared.ts';
 import { executorOf } from '../../storage/unit-of-work.ts';
 
 /** A claimed job: what a consumer gets. */
@@ -26,33 +27,46 @@ const toJob = (r: OutboxTable): Job => ({ id: r.id, kind: r.kind, payload: JSON.
  * so several processes never take the same row; a claim left by a crashed worker expires and
  * the job is retried. A job that keeps failing ends `dead`, kept for operators to look at.
  */
+type EnqueueParams = { id: string; kind: string; payload: string; at: number };
+
 export class Outbox {
   private readonly listeners = new Set<() => void>();
+  /** Queued in the unit of every change that has a consumer (webhooks): built once. */
+  private readonly insertJob: Prepared<EnqueueParams, never>;
+  private readonly completeJob: Prepared<{ id: string; worker: string; at: number }, never>;
 
   constructor(
     private readonly store: Store,
     private readonly clock: () => number = Date.now,
-  ) {}
+  ) {
+    this.insertJob = new Prepared<EnqueueParams, never>((p) =>
+      store.db.insertInto('outbox').values({
+        id: p('id'),
+        kind: p('kind'),
+        payload: p('payload'),
+        status: sql.lit('pending'),
+        attempts: sql.lit(0),
+        next_attempt_at: p('at'),
+        claimed_by: sql`NULL`,
+        claimed_until: sql`NULL`,
+        last_error: sql`NULL`,
+        created_at: p('at'),
+        done_at: sql`NULL`,
+      }),
+    );
+    this.completeJob = new Prepared<{ id: string; worker: string; at: number }, never>((p) =>
+      store.db
+        .updateTable('outbox')
+        .set({ status: sql.lit('done'), done_at: p('at'), claimed_until: sql`NULL`, last_error: sql`NULL` })
+        .where('id', '=', p('id'))
+        .where('claimed_by', '=', p('worker')),
+    );
+  }
 
   /** Queues a job inside `unit`; returns its id. */
   async enqueue(unit: Unit, kind: string, payload: unknown): Promise<string> {
     const id = randomUUID();
-    const now = this.clock();
-    await executorOf(unit).run(
-      this.store.db.insertInto('outbox').values({
-        id,
-        kind,
-        payload: JSON.stringify(payload),
-        status: 'pending',
-        attempts: 0,
-        next_attempt_at: now,
-        claimed_by: null,
-        claimed_until: null,
-        last_error: null,
-        created_at: now,
-        done_at: null,
-      }),
-    );
+    await executorOf(unit).run(this.insertJob.bind({ id, kind, payload: JSON.stringify(payload), at: this.clock() }));
     // A hint for this process's worker; other processes find the row on their next poll.
     setTimeout(() => this.listeners.forEach((listener) => listener()), 0);
     return id;
@@ -114,11 +128,7 @@ export class Outbox {
    * consumer that records its outcome in a unit completes the job with it (one write, not two).
    */
   async complete(id: string, workerId: string, unit?: Unit): Promise<void> {
-    const statement = this.store.db
-      .updateTable('outbox')
-      .set({ status: 'done', done_at: this.clock(), claimed_until: null, last_error: null })
-      .where('id', '=', id)
-      .where('claimed_by', '=', workerId);
+    const statement = this.completeJob.bind({ id, worker: workerId, at: this.clock() });
     if (unit) await executorOf(unit).run(statement);
     else await this.store.write((tx) => tx.run(statement));
   }

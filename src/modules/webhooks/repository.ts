@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
-import type { Selectable, Updateable } from 'kysely';
+import { type Selectable, sql, type Updateable } from 'kysely';
 import { bool, flag, type WebhookEndpointsTable } from '../../storage/schema.ts';
+import { Prepared } from '../../storage/prepared.ts';
 import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
 import type { AttemptOutcome, Cursor, DeliveryStatus, DeliveryTarget, DeliveryWithAttempts, EndpointFields, NewDelivery, WebhookEndpoint, WebhookRepository } from './types.ts';
 
@@ -21,8 +22,78 @@ const toEndpoint = (r: Selectable<WebhookEndpointsTable>): WebhookEndpoint => ({
 const num = (v: number | string | null): number | null => (v === null ? null : Number(v));
 const PURGE_CHUNK = 5000;
 
+type DeliveryParams = { id: string; endpoint: string; account: string; event: string; type: string; body: string; at: number };
+type AttemptParams = { id: string; delivery: string; at: number; code: number | null; ms: number; success: number; error: string | null };
+type OutcomeParams = { delivery: string; status: string; code: number | null; next: number | null; delivered: number | null };
+
+/** The statements run for every event and every delivery attempt: built and compiled once. */
+function webhookStatements(store: Store) {
+  const db = store.db;
+  return {
+    enabled: new Prepared<{ account: string }, { id: string; events: string }>((p) =>
+      db.selectFrom('webhook_endpoints').select(['id', 'events']).where('user_id', '=', p('account')).where('enabled', '=', sql.lit(1)),
+    ),
+    insertDelivery: new Prepared<DeliveryParams, never>((p) =>
+      db.insertInto('webhook_deliveries').values({
+        id: p('id'),
+        endpoint_id: p('endpoint'),
+        user_id: p('account'),
+        event_id: p('event'),
+        event_type: p('type'),
+        body: p('body'),
+        status: sql.lit('pending'),
+        attempts: sql.lit(0),
+        last_status_code: sql`NULL`,
+        next_attempt_at: p('at'),
+        delivered_at: sql`NULL`,
+        created_at: p('at'),
+      }),
+    ),
+    target: new Prepared<{ delivery: string }, TargetRow>((p) =>
+      db
+        .selectFrom('webhook_deliveries as d')
+        .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+        .select(['d.id', 'd.event_id', 'd.event_type', 'd.body', 'e.id as endpoint_id', 'e.user_id', 'e.url', 'e.secret_sealed', 'e.enabled'])
+        .where('d.id', '=', p('delivery')),
+    ),
+    insertAttempt: new Prepared<AttemptParams, never>((p) =>
+      db.insertInto('webhook_attempts').values({
+        id: p('id'),
+        delivery_id: p('delivery'),
+        attempted_at: p('at'),
+        status_code: p('code'),
+        duration_ms: p('ms'),
+        success: p('success'),
+        error: p('error'),
+      }),
+    ),
+    outcome: new Prepared<OutcomeParams, never>((p) =>
+      db
+        .updateTable('webhook_deliveries')
+        .set({
+          status: p('status') as DeliveryStatus,
+          attempts: sql<number>`attempts + 1`,
+          last_status_code: p('code'),
+          next_attempt_at: p('next'),
+          // Set by a success; a later failed redelivery attempt keeps it.
+          delivered_at: sql<number | null>`coalesce(${p('delivered')}, delivered_at)`,
+        })
+        .where('id', '=', p('delivery')),
+    ),
+    clearFailing: new Prepared<{ endpoint: string }, never>((p) =>
+      db.updateTable('webhook_endpoints').set({ failing_since: sql`NULL` }).where('id', '=', p('endpoint')).where('failing_since', 'is not', null),
+    ),
+  };
+}
+
+type TargetRow = { id: string; event_id: string; event_type: string; body: string; endpoint_id: string; user_id: string; url: string; secret_sealed: string; enabled: boolean | number };
+
 export class SqlWebhookRepository implements WebhookRepository {
-  constructor(private readonly store: Store) {}
+  private readonly q: ReturnType<typeof webhookStatements>;
+
+  constructor(private readonly store: Store) {
+    this.q = webhookStatements(store);
+  }
 
   private get db() {
     return this.store.db;
@@ -75,31 +146,15 @@ export class SqlWebhookRepository implements WebhookRepository {
   }
 
   async enabledEndpoints(unit: Unit, accountId: string): Promise<Pick<WebhookEndpoint, 'id' | 'events'>[]> {
-    const rows = await executorOf(unit).all(
-      this.db.selectFrom('webhook_endpoints').select(['id', 'events']).where('user_id', '=', accountId).where('enabled', '=', 1),
-    );
+    const rows = await executorOf(unit).all(this.q.enabled.bind({ account: accountId }));
     return rows.map((r) => ({ id: r.id, events: JSON.parse(r.events) as string[] }));
   }
 
   async insertDeliveries(unit: Unit, deliveries: NewDelivery[]): Promise<void> {
-    await executorOf(unit).run(
-      this.db.insertInto('webhook_deliveries').values(
-        deliveries.map((d) => ({
-          id: d.id,
-          endpoint_id: d.endpointId,
-          user_id: d.accountId,
-          event_id: d.eventId,
-          event_type: d.eventType,
-          body: d.body,
-          status: 'pending' as const,
-          attempts: 0,
-          last_status_code: null,
-          next_attempt_at: d.createdAt,
-          delivered_at: null,
-          created_at: d.createdAt,
-        })),
-      ),
-    );
+    const tx = executorOf(unit);
+    for (const d of deliveries) {
+      await tx.run(this.q.insertDelivery.bind({ id: d.id, endpoint: d.endpointId, account: d.accountId, event: d.eventId, type: d.eventType, body: d.body, at: d.createdAt }));
+    }
   }
 
   async listDeliveries(accountId: string, endpointId: string, { limit, after }: { limit: number; after?: Cursor }): Promise<DeliveryWithAttempts[]> {
@@ -158,13 +213,7 @@ export class SqlWebhookRepository implements WebhookRepository {
   }
 
   async loadTarget(deliveryId: string): Promise<DeliveryTarget | undefined> {
-    const row = await this.store.read.first(
-      this.db
-        .selectFrom('webhook_deliveries as d')
-        .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-        .select(['d.id', 'd.event_id', 'd.event_type', 'd.body', 'e.id as endpoint_id', 'e.user_id', 'e.url', 'e.secret_sealed', 'e.enabled'])
-        .where('d.id', '=', deliveryId),
-    );
+    const row = await this.store.read.first(this.q.target.bind({ delivery: deliveryId }));
     return (
       row && {
         deliveryId: row.id,
@@ -183,32 +232,21 @@ export class SqlWebhookRepository implements WebhookRepository {
   async recordAttempt(unit: Unit, o: AttemptOutcome): Promise<void> {
     const tx = executorOf(unit);
     await tx.run(
-      this.db.insertInto('webhook_attempts').values({
+      this.q.insertAttempt.bind({
         id: randomUUID(),
-        delivery_id: o.deliveryId,
-        attempted_at: o.attemptedAt,
-        status_code: o.statusCode,
-        duration_ms: o.durationMs,
+        delivery: o.deliveryId,
+        at: o.attemptedAt,
+        code: o.statusCode,
+        ms: o.durationMs,
         success: flag(o.success),
         error: o.error?.slice(0, 500) ?? null,
       }),
     );
-    await tx.run(
-      this.db
-        .updateTable('webhook_deliveries')
-        .set((eb) => ({
-          status: o.status,
-          attempts: eb('attempts', '+', 1),
-          last_status_code: o.statusCode,
-          next_attempt_at: o.nextAttemptAt,
-          ...(o.success ? { delivered_at: o.attemptedAt } : {}),
-        }))
-        .where('id', '=', o.deliveryId),
-    );
+    await tx.run(this.q.outcome.bind({ delivery: o.deliveryId, status: o.status, code: o.statusCode, next: o.nextAttemptAt, delivered: o.success ? o.attemptedAt : null }));
   }
 
   async clearFailing(unit: Unit, endpointId: string): Promise<void> {
-    await executorOf(unit).run(this.db.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', endpointId).where('failing_since', 'is not', null));
+    await executorOf(unit).run(this.q.clearFailing.bind({ endpoint: endpointId }));
   }
 
   async markFailing(unit: Unit, endpointId: string, now: number, disableIfSince: number): Promise<boolean> {

@@ -1,4 +1,5 @@
 import { beforeAll, expect, it } from 'vitest';
+import { timeOrderedId } from '../../src/core/ids.ts';
 import type { Actor } from '../../src/core/principal.ts';
 import { call, createLicense, createProduct, createTenant, type Tenant, useTestApp } from '../support/app.ts';
 import { forEachStore } from '../support/stores.ts';
@@ -99,7 +100,9 @@ forEachStore('license audit log (happy)', (kind) => {
   it('purges entries past the retention time', async () => {
     const license = await createLicense(ctx, tenant, productId);
     const now = Date.now();
-    await ctx.store.write((tx) => tx.run(ctx.store.db.updateTable('audit_events').set({ created_at: now - 400 * DAY }).where('license_key', '=', license.key)));
+    // Made 400 days ago: the id carries the time (entries are purged by it).
+    const old = now - 400 * DAY;
+    await ctx.store.write((tx) => tx.run(ctx.store.db.updateTable('audit_events').set({ id: timeOrderedId(old), created_at: old }).where('license_key', '=', license.key)));
     const kept = await createLicense(ctx, tenant, productId);
     expect(await ctx.services.audit.purge(now, 365 * DAY)).toBeGreaterThanOrEqual(1);
     expect((await events(license.key)).data).toEqual([]);

@@ -3,7 +3,8 @@ import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
 import { Prepared } from '../../storage/prepared.ts';
 import { executorOf } from '../../storage/unit-of-work.ts';
-import type { AuditCursor, AuditEntry, AuditRepository, AuditType } from './service.ts';
+import { timeOrderedFloor } from '../../core/ids.ts';
+import type { AuditEntry, AuditRepository, AuditType } from './service.ts';
 
 const PURGE_CHUNK = 5000;
 
@@ -41,17 +42,14 @@ export class SqlAuditRepository implements AuditRepository {
     );
   }
 
-  async list(accountId: string, licenseKey: string, { limit, before }: { limit: number; before?: AuditCursor }): Promise<AuditEntry[]> {
+  async list(accountId: string, licenseKey: string, { limit, before }: { limit: number; before?: string }): Promise<AuditEntry[]> {
     const rows = await this.store.read.all(
       this.store.db
         .selectFrom('audit_events')
         .selectAll()
         .where('user_id', '=', accountId)
         .where('license_key', '=', licenseKey)
-        .$if(before !== undefined, (q) =>
-          q.where((eb) => eb.or([eb('created_at', '<', before!.createdAt), eb.and([eb('created_at', '=', before!.createdAt), eb('id', '<', before!.id)])])),
-        )
-        .orderBy('created_at', 'desc')
+        .$if(before !== undefined, (q) => q.where('id', '<', before!))
         .orderBy('id', 'desc')
         .limit(limit),
     );
@@ -69,7 +67,8 @@ export class SqlAuditRepository implements AuditRepository {
   async purge(before: number): Promise<number> {
     let total = 0;
     for (;;) {
-      const old = this.store.db.selectFrom('audit_events').select('id').where('created_at', '<', before).limit(PURGE_CHUNK);
+      // Ids sort by time: the oldest entries are the start of the primary key.
+      const old = this.store.db.selectFrom('audit_events').select('id').where('id', '<', timeOrderedFloor(before)).limit(PURGE_CHUNK);
       const n = await this.store.write((tx) => tx.run(this.store.db.deleteFrom('audit_events').where('id', 'in', old)));
       total += n;
       if (n < PURGE_CHUNK) return total;

@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { invalidRequest } from '../../core/errors.ts';
 import { type DomainEvent, eventAccountId, type LicenseSnapshot } from '../../core/events.ts';
+import { timeOrderedId } from '../../core/ids.ts';
 import { normalizeLicenseKey } from '../../core/license-key.ts';
 import type { Actor, Principal } from '../../core/principal.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
@@ -27,15 +27,12 @@ export interface AuditEntry {
   createdAt: number;
 }
 
-export interface AuditCursor {
-  createdAt: number;
-  id: string;
-}
 
 export interface AuditRepository {
   insert(unit: Unit, entry: AuditEntry): Promise<void>;
-  /** The account's entries for one license key, newest first. */
-  list(accountId: string, licenseKey: string, options: { limit: number; before?: AuditCursor }): Promise<AuditEntry[]>;
+  /** The account's entries for one license key, newest first (ids sort in time order), older than `before` when given. */
+  list(accountId: string, licenseKey: string, options: { limit: number; before?: string }): Promise<AuditEntry[]>;
+  /** Deletes entries made before `before` (epoch ms). */
   purge(before: number): Promise<number>;
 }
 
@@ -73,27 +70,11 @@ function entryOf(event: DomainEvent): Pick<AuditEntry, 'type' | 'changes'> | nul
   }
 }
 
-let sequence = 0;
-/**
- * Ids that sort as their entries were written (time, then a per-process sequence): entries of
- * one millisecond (a fast series of activations) keep their order on a page and across pages.
- */
-function entryId(at: number): string {
-  sequence = (sequence + 1) % 36 ** 4;
-  return `${at.toString(36).padStart(9, '0')}${sequence.toString(36).padStart(4, '0')}${randomBytes(6).toString('hex')}`;
-}
+const encodeCursor = (e: AuditEntry): string => Buffer.from(e.id).toString('base64url');
 
-function encodeCursor(e: AuditEntry): string {
-  return Buffer.from(JSON.stringify([e.createdAt, e.id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): AuditCursor {
-  try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as [unknown, unknown];
-    if (typeof createdAt === 'number' && typeof id === 'string') return { createdAt, id };
-  } catch {
-    // fall through
-  }
+function decodeCursor(cursor: string): string {
+  const id = Buffer.from(cursor, 'base64url').toString();
+  if (/^[0-9a-z]{13}[A-Za-z0-9]{8}$/.test(id)) return id;
   throw invalidRequest('query.cursor', 'is not a cursor this API returned');
 }
 
@@ -112,7 +93,7 @@ export class AuditService {
   async onEvent(event: DomainEvent, unit: Unit): Promise<void> {
     const entry = entryOf(event);
     if (!entry || !('license' in event)) return;
-    await this.repo.insert(unit, { id: entryId(event.occurredAt), accountId: eventAccountId(event), licenseKey: event.license.key, actor: event.actor, createdAt: event.occurredAt, ...entry });
+    await this.repo.insert(unit, { id: timeOrderedId(event.occurredAt), accountId: eventAccountId(event), licenseKey: event.license.key, actor: event.actor, createdAt: event.occurredAt, ...entry });
   }
 
   /** A license's entries, newest first; 404 when the account has neither the license nor entries for it. */

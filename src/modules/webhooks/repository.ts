@@ -1,11 +1,11 @@
-import { randomUUID } from 'node:crypto';
+import { timeOrderedFloor, timeOrderedId } from '../../core/ids.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
 import { type Selectable, sql, type Updateable } from 'kysely';
 import { bool, flag, type WebhookEndpointsTable } from '../../storage/schema.ts';
 import { Prepared } from '../../storage/prepared.ts';
 import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
-import type { AttemptOutcome, Cursor, DeliveryStatus, DeliveryTarget, DeliveryWithAttempts, EndpointFields, NewDelivery, WebhookEndpoint, WebhookRepository } from './types.ts';
+import type { AttemptOutcome, DeliveryStatus, DeliveryTarget, DeliveryWithAttempts, EndpointFields, NewDelivery, WebhookEndpoint, WebhookRepository } from './types.ts';
 
 const toEndpoint = (r: Selectable<WebhookEndpointsTable>): WebhookEndpoint => ({
   id: r.id,
@@ -157,17 +157,14 @@ export class SqlWebhookRepository implements WebhookRepository {
     }
   }
 
-  async listDeliveries(accountId: string, endpointId: string, { limit, after }: { limit: number; after?: Cursor }): Promise<DeliveryWithAttempts[]> {
+  async listDeliveries(accountId: string, endpointId: string, { limit, before }: { limit: number; before?: string }): Promise<DeliveryWithAttempts[]> {
     const rows = await this.store.read.all(
       this.db
         .selectFrom('webhook_deliveries')
         .select(['id', 'endpoint_id', 'event_id', 'event_type', 'status', 'attempts', 'last_status_code', 'next_attempt_at', 'delivered_at', 'created_at'])
         .where('endpoint_id', '=', endpointId)
         .where('user_id', '=', accountId)
-        .$if(after !== undefined, (q) =>
-          q.where((eb) => eb.or([eb('created_at', '<', after!.createdAt), eb.and([eb('created_at', '=', after!.createdAt), eb('id', '<', after!.id)])])),
-        )
-        .orderBy('created_at', 'desc')
+        .$if(before !== undefined, (q) => q.where('id', '<', before!))
         .orderBy('id', 'desc')
         .limit(limit),
     );
@@ -181,7 +178,7 @@ export class SqlWebhookRepository implements WebhookRepository {
           'in',
           rows.map((r) => r.id),
         )
-        .orderBy('attempted_at'),
+        .orderBy('id'),
     );
     return rows.map((r) => ({
       id: r.id,
@@ -233,7 +230,7 @@ export class SqlWebhookRepository implements WebhookRepository {
     const tx = executorOf(unit);
     await tx.run(
       this.q.insertAttempt.bind({
-        id: randomUUID(),
+        id: timeOrderedId(o.attemptedAt),
         delivery: o.deliveryId,
         at: o.attemptedAt,
         code: o.statusCode,
@@ -266,7 +263,8 @@ export class SqlWebhookRepository implements WebhookRepository {
   async purgeDeliveries(before: number): Promise<number> {
     let total = 0;
     for (;;) {
-      const old = this.db.selectFrom('webhook_deliveries').select('id').where('created_at', '<', before).limit(PURGE_CHUNK);
+      // Ids sort by time: the oldest deliveries are the start of the primary key.
+      const old = this.db.selectFrom('webhook_deliveries').select('id').where('id', '<', `wd_${timeOrderedFloor(before)}`).limit(PURGE_CHUNK);
       const n = await this.store.write((tx) => tx.run(this.db.deleteFrom('webhook_deliveries').where('id', 'in', old)));
       total += n;
       if (n < PURGE_CHUNK) return total;

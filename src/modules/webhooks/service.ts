@@ -1,6 +1,6 @@
 import { AppError, invalidRequest, notFound } from '../../core/errors.ts';
 import { type DomainEvent, eventAccountId } from '../../core/events.ts';
-import { randomBase62 } from '../../core/ids.ts';
+import { randomBase62, timeOrderedId } from '../../core/ids.ts';
 import type { Principal } from '../../core/principal.ts';
 import type { SecretBox } from '../../core/secret-box.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
@@ -8,7 +8,7 @@ import type { LicenseService } from '../licenses/service.ts';
 import type { Outbox } from '../outbox/outbox.ts';
 import { ForbiddenAddressError, checkHost, hostOf } from './address-guard.ts';
 import { webhookBody } from './payload.ts';
-import type { Cursor, DeliveryWithAttempts, EndpointFields, NewDelivery, WebhookDelivery, WebhookEndpoint, WebhookRepository } from './types.ts';
+import type { DeliveryWithAttempts, EndpointFields, NewDelivery, WebhookDelivery, WebhookEndpoint, WebhookRepository } from './types.ts';
 
 /** The outbox job kind a delivery travels as; its payload is `{deliveryId}`. */
 export const WEBHOOK_JOB = 'webhook';
@@ -17,7 +17,8 @@ export const DELIVERIES_LIMIT_DEFAULT = 50;
 export const DELIVERIES_LIMIT_MAX = 100;
 
 export const newEndpointId = (): string => `we_${randomBase62(20)}`;
-export const newDeliveryId = (): string => `wd_${randomBase62(20)}`;
+/** Time-ordered: deliveries are listed newest first and purged oldest first by their id. */
+export const newDeliveryId = (at: number): string => `wd_${timeOrderedId(at)}`;
 export const newEventId = (): string => `evt_${randomBase62(20)}`;
 const newSecret = (): string => `whsec_${randomBase62(32)}`;
 
@@ -33,17 +34,11 @@ export type UpdateEndpointInput = Partial<CreateEndpointInput> & { enabled?: boo
 const normalizeEvents = (events: string[]): string[] => (events.includes('*') ? ['*'] : [...new Set(events)]);
 const subscribed = (events: string[], type: string): boolean => events[0] === '*' || events.includes(type);
 
-function encodeCursor(d: WebhookDelivery): string {
-  return Buffer.from(JSON.stringify([d.createdAt, d.id])).toString('base64url');
-}
+const encodeCursor = (d: WebhookDelivery): string => Buffer.from(d.id).toString('base64url');
 
-function decodeCursor(cursor: string): Cursor {
-  try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as [unknown, unknown];
-    if (typeof createdAt === 'number' && typeof id === 'string') return { createdAt, id };
-  } catch {
-    // fall through
-  }
+function decodeCursor(cursor: string): string {
+  const id = Buffer.from(cursor, 'base64url').toString();
+  if (/^wd_[0-9a-z]{13}[A-Za-z0-9]{8}$/.test(id)) return id;
   throw invalidRequest('query.cursor', 'is not a cursor this API returned');
 }
 
@@ -119,7 +114,7 @@ export class WebhookService {
   async deliveries(principal: Principal, id: string, query: { limit?: number; cursor?: string }): Promise<{ data: DeliveryWithAttempts[]; nextCursor: string | null }> {
     await this.get(principal, id);
     const limit = query.limit ?? DELIVERIES_LIMIT_DEFAULT;
-    const data = await this.repo.listDeliveries(principal.accountId, id, { limit: limit + 1, after: query.cursor ? decodeCursor(query.cursor) : undefined });
+    const data = await this.repo.listDeliveries(principal.accountId, id, { limit: limit + 1, before: query.cursor ? decodeCursor(query.cursor) : undefined });
     const more = data.length > limit;
     if (more) data.pop();
     return { data, nextCursor: more ? encodeCursor(data[data.length - 1]!) : null };
@@ -135,7 +130,8 @@ export class WebhookService {
       const original = await this.repo.getDeliveryBody(unit, principal.accountId, endpointId, deliveryId);
       if (!original) throw notFound('Delivery');
       if (!endpoint.enabled) throw new AppError('invalid_request', 'The endpoint is disabled; enable it first (PATCH with {"enabled": true}).');
-      const delivery: NewDelivery = { id: newDeliveryId(), endpointId, accountId: principal.accountId, ...original, createdAt: this.clock() };
+      const createdAt = this.clock();
+      const delivery: NewDelivery = { id: newDeliveryId(createdAt), endpointId, accountId: principal.accountId, ...original, createdAt };
       await this.queue(unit, [delivery]);
       return { ...delivery, status: 'pending', attempts: 0, lastStatusCode: null, nextAttemptAt: delivery.createdAt, deliveredAt: null };
     });
@@ -152,7 +148,7 @@ export class WebhookService {
     const createdAt = this.clock();
     await this.queue(
       unit,
-      endpoints.map((e) => ({ id: newDeliveryId(), endpointId: e.id, accountId, eventId, eventType: event.type, body, createdAt })),
+      endpoints.map((e) => ({ id: newDeliveryId(createdAt), endpointId: e.id, accountId, eventId, eventType: event.type, body, createdAt })),
     );
   }
 

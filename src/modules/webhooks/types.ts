@@ -84,11 +84,6 @@ export interface AttemptOutcome extends WebhookAttempt {
 
 export type EndpointFields = Partial<Pick<WebhookEndpoint, 'url' | 'description' | 'events' | 'enabled'>>;
 
-export interface Cursor {
-  createdAt: number;
-  id: string;
-}
-
 /** Storage of endpoints, deliveries and attempts; every account-facing query filters by account in SQL. */
 export interface WebhookRepository {
   insertEndpoint(unit: Unit, endpoint: WebhookEndpoint, secretSealed: string): Promise<void>;
@@ -101,7 +96,8 @@ export interface WebhookRepository {
   /** The account's enabled endpoints, read in the event's unit. */
   enabledEndpoints(unit: Unit, accountId: string): Promise<Pick<WebhookEndpoint, 'id' | 'events'>[]>;
   insertDeliveries(unit: Unit, deliveries: NewDelivery[]): Promise<void>;
-  listDeliveries(accountId: string, endpointId: string, options: { limit: number; after?: Cursor }): Promise<DeliveryWithAttempts[]>;
+  /** Newest first (ids sort by time), older than the delivery `before` when given. */
+  listDeliveries(accountId: string, endpointId: string, options: { limit: number; before?: string }): Promise<DeliveryWithAttempts[]>;
   /** The delivery's event and body, for a redelivery. */
   getDeliveryBody(unit: Unit, accountId: string, endpointId: string, deliveryId: string): Promise<Pick<NewDelivery, 'eventId' | 'eventType' | 'body'> | undefined>;
   loadTarget(deliveryId: string): Promise<DeliveryTarget | undefined>;
@@ -110,5 +106,6 @@ export interface WebhookRepository {
   clearFailing(unit: Unit, endpointId: string): Promise<void>;
   /** After a failure: marks the endpoint failing (keeping the first time); disables it when failing since `before`; returns whether this call disabled it. */
   markFailing(unit: Unit, endpointId: string, now: number, disableIfSince: number): Promise<boolean>;
+  /** Deletes deliveries (and their attempts) made before `before` (epoch ms). */
   purgeDeliveries(before: number): Promise<number>;
 }

@@ -34,6 +34,8 @@ import { type Scenario, type StoreKind, scenarios } from './scenarios.ts';
 import { seed } from './seed.ts';
 import { measureSigning } from './signing.ts';
 import { tokenTargets } from './token-scenarios.ts';
+import { measureWebhookDeliveries } from './webhook-deliveries.ts';
+import { createServer } from 'node:http';
 
 const { values: flags } = parseArgs({
   options: {
@@ -48,6 +50,8 @@ const { values: flags } = parseArgs({
     'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
     'cpu-prof': { type: 'string' },
     'no-pin': { type: 'boolean', default: false },
+    webhooks: { type: 'boolean', default: false },
+    'webhook-deliveries': { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -64,7 +68,10 @@ if (flags.help) {
   --scenarios <list>      scenario names, comma-separated (default all)
   --database-url <url>    PostgreSQL server to create the bench database on (default BENCH_DATABASE_URL or postgres://postgres@127.0.0.1:5432/postgres)
   --cpu-prof <dir>        write V8 CPU profiles of each server child into <dir>
-  --no-pin                do not pin the server and the load generator to separate cores`);
+  --no-pin                do not pin the server and the load generator to separate cores
+  --webhooks              give the bench account a webhook endpoint taking every event (a loopback
+                          receiver in this process): the scenarios run with webhook deliveries on
+  --webhook-deliveries <n> also measure webhook deliveries/s: n deliveries to a loopback receiver, per store`);
   process.exit(0);
 }
 
@@ -110,7 +117,26 @@ const ENV: Record<string, string> = {
   RATE_LIMIT: 'off',
   LOG_LEVEL: 'warn',
   SECRET_KEY: '7e'.repeat(32),
+  // --webhooks: the receiver is on loopback.
+  ...(flags.webhooks ? { WEBHOOK_ALLOW_PRIVATE: 'true' } : {}),
 };
+
+/** --webhooks: a receiver answering 204 to every delivery, on the load core (this process). */
+async function startReceiver(): Promise<{ url: string; received: () => number; close: () => void }> {
+  let received = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received++;
+      res.writeHead(204).end();
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}/hook`, received: () => received, close: () => server.close() };
+}
+const deliveryRows: { store: StoreKind; deliveries: number; perSecond: number; cpuPerDeliveryUs: number }[] = [];
 /**
  * How `npm start` runs the server (package.json): the bench measures what runs in production. Its
  * node flags (not its module loaders) also go to the bare endpoint, which needs tsx for its own file.
@@ -218,7 +244,16 @@ async function runStore(store: StoreKind, count: number): Promise<void> {
     if (target.databaseUrl) env.DATABASE_URL = target.databaseUrl;
     const args = [...profiling(`${store}-${count}`), ...START.server];
     const child = await startChild({ args, env, core: pin ? SERVER_CORE : undefined, readyPath: '/readyz' });
+    const receiver = flags.webhooks ? await startReceiver() : undefined;
     try {
+      if (receiver) {
+        const res = await fetch(`${child.baseUrl}/api/v1/webhooks`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${fixture.apiKey}` },
+          body: JSON.stringify({ url: receiver.url, events: ['*'] }),
+        });
+        if (res.status !== 200) throw new Error(`--webhooks: creating the endpoint answered ${res.status} ${await res.text()}`);
+      }
       for (const scenario of selected) {
         const ctx = { store, baseUrl: child.baseUrl, fixture };
         await scenario.prepare?.(ctx);
@@ -236,8 +271,10 @@ async function runStore(store: StoreKind, count: number): Promise<void> {
         }
       }
       peaks.push({ label: `${store}, ${count.toLocaleString('en-US')} licenses`, hwmMiB: child.memory().hwmMiB });
+      if (receiver) say(`  webhook deliveries received during the scenarios: ${receiver.received()}`);
     } finally {
       await child.stop();
+      receiver?.close();
     }
     if (store === 'sqlite' && selected.some((s) => s.name === 'public validate')) {
       await runReferences(target.dataDir, count, { store, baseUrl: '', fixture });
@@ -323,6 +360,14 @@ async function runAll(): Promise<void> {
       await runStore(store, count);
     }
   }
+  if (flags['webhook-deliveries']) {
+    for (const store of stores) {
+      say(`${store}: webhook deliveries to a loopback receiver`);
+      const result = await withTarget(store, (target) => measureWebhookDeliveries(target, Number(flags['webhook-deliveries']), pin ? SERVER_CORE : undefined));
+      deliveryRows.push({ store, ...result });
+      say(`  ${result.deliveries} deliveries in ${result.seconds.toFixed(2)} s: ${Math.round(result.perSecond)}/s, ${Math.round(result.cpuPerDeliveryUs)} µs CPU per delivery`);
+    }
+  }
   say('bare Fastify endpoint (again, to see drift)');
   const bareAfter = await runBare();
   say(`  ${Math.round(bareAfter.rps)} req/s, server CPU ${Math.round(bareAfter.cpuPercent)}% (${Math.round(bareAfter.cpuPerRequestUs)} µs/req), load CPU ${Math.round(bareAfter.loadCpuPercent)}%`);
@@ -352,6 +397,12 @@ async function runAll(): Promise<void> {
       const met = r.rps >= 300 && paced !== undefined && paced.p99 < 100 && paced.failed === 0;
       const target = r.store === 'sqlite' ? ` (target >= 300/s with p99 < 100 ms): ${met ? 'met' : 'NOT met'}` : ' (reported beside SQLite)';
       console.log(`- Stripe purchase events, ${r.store}, ${fmt(r.licenses ?? 0)} licenses: ${fmt(r.rps)} events/s at saturation (${load.connections} connections, p99 ${r.p99} ms)${at}${target}`);
+    }
+  }
+  if (deliveryRows.length > 0) {
+    console.log('\nTargets (issue 11):');
+    for (const r of deliveryRows) {
+      console.log(`- Webhook deliveries, ${r.store}: ${fmt(r.perSecond)}/s (${fmt(r.cpuPerDeliveryUs)} µs CPU each; target 500/s): ${r.perSecond >= 500 ? 'met' : 'NOT met'}`);
     }
   }
 }

@@ -6,6 +6,7 @@ import type { Config } from './config.ts';
 import { requireApiKey } from './http/auth.ts';
 import { clientErrorHandler, frameworkErrors, refuseWhileClosing, registerErrorHandling } from './http/errors.ts';
 import { JSON_BODY_LIMIT, registerJsonBody } from './http/json-body.ts';
+import { auditRoutes } from './modules/audit/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
 import { type MailOptions, registerOutboxWorker } from './modules/mail/plugin.ts';
 import { Csrf } from './http/web/csrf.ts';
@@ -18,6 +19,7 @@ import { licenseRoutes } from './modules/licenses/routes.ts';
 import { ProductBody } from './modules/products/schemas.ts';
 import { productRoutes } from './modules/products/routes.ts';
 import { publicApi } from './modules/public/scope.ts';
+import { webhookRoutes } from './modules/webhooks/routes.ts';
 import type { Services } from './services.ts';
 
 export interface AppOptions {
@@ -127,6 +129,8 @@ export async function buildApp({ config, services, logger = true, logStream, mai
         }
         await server.register(productRoutes, { products: services.products });
         await server.register(licenseRoutes, { licenses: services.licenses });
+        await server.register(auditRoutes, { audit: services.audit });
+        await server.register(webhookRoutes, { webhooks: services.webhooks });
         await server.register(licenseTokenRoutes, { tokens: services.licenseTokens });
         await server.register(productImageRoutes, { images: services.productImages });
         await server.register(portalApiRoutes, { portal: services.portal });

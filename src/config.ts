@@ -34,6 +34,18 @@ export interface HttpLimits {
   maxConnections: number;
 }
 
+export interface WebhookConfig {
+  /** WEBHOOK_ALLOW_PRIVATE=true: endpoints may resolve to private, loopback or link-local addresses. */
+  allowPrivate: boolean;
+  connectTimeoutMs: number;
+  /** The whole answer must arrive within this (a longer wait is a failed attempt). */
+  timeoutMs: number;
+  /** Open connections per receiver host. */
+  maxSockets: number;
+  /** Deliveries and their attempts are kept this long (days). */
+  retentionDays: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -57,6 +69,11 @@ export interface Config {
   stripeApiUrl?: string;
   /** STRIPE_CLI_WEBHOOK_SECRET: for local testing with `stripe listen` (test-mode connections only). */
   stripeCliWebhookSecret?: string;
+  webhooks: WebhookConfig;
+  /** Audit log entries are kept this long (days). */
+  auditRetentionDays: number;
+  /** Outbox jobs (e-mails, webhook deliveries) in hand at once per process. */
+  outboxConcurrency: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -172,5 +189,14 @@ export function loadConfig(env: Env = process.env): Config {
       portalLinksAllClientsPerAddressPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_ALL_CLIENTS_PER_ADDRESS_PER_HOUR', 50),
       portalLinksPerClientPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_PER_CLIENT_PER_HOUR', 20),
     },
+    webhooks: {
+      allowPrivate: (env.WEBHOOK_ALLOW_PRIVATE ?? '').toLowerCase() === 'true',
+      connectTimeoutMs: int(env, 'WEBHOOK_CONNECT_TIMEOUT_MS', 5000),
+      timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
+      maxSockets: int(env, 'WEBHOOK_MAX_SOCKETS', 32),
+      retentionDays: int(env, 'WEBHOOK_DELIVERY_RETENTION_DAYS', 30),
+    },
+    auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365),
+    outboxConcurrency: int(env, 'OUTBOX_CONCURRENCY', 64),
   };
 }

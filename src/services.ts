@@ -1,7 +1,10 @@
+import type { WebhookConfig } from './config.ts';
 import { SecretBox } from './core/secret-box.ts';
 import { EventBus } from './core/unit-of-work.ts';
 import { SqlAccountRepository } from './modules/accounts/repository.ts';
 import { AccountService } from './modules/accounts/service.ts';
+import { SqlAuditRepository } from './modules/audit/repository.ts';
+import { AuditService } from './modules/audit/service.ts';
 import { SqlApiKeyRepository } from './modules/api-keys/repository.ts';
 import { ApiKeyService } from './modules/api-keys/service.ts';
 import { SqlLicenseTokenRepository } from './modules/license-tokens/repository.ts';
@@ -12,7 +15,7 @@ import { PurchaseMailer } from './modules/mail/purchase.ts';
 import { MailQueue } from './modules/mail/queue.ts';
 import { type EventConsumer, deliverEvents } from './modules/outbox/event-delivery.ts';
 import { Outbox } from './modules/outbox/outbox.ts';
-import type { JobConsumer } from './modules/outbox/worker.ts';
+import type { Housekeeping, JobConsumer } from './modules/outbox/worker.ts';
 import { SqlPaymentRepository } from './modules/payments/repository.ts';
 import { PaymentService } from './modules/payments/service.ts';
 import { StripeProvider } from './modules/payments/stripe.ts';
@@ -22,6 +25,10 @@ import { SqlProductImageRepository } from './modules/product-images/repository.t
 import { ProductImageService } from './modules/product-images/service.ts';
 import { SqlProductRepository } from './modules/products/repository.ts';
 import { ProductService } from './modules/products/service.ts';
+import { WebhookDeliverer } from './modules/webhooks/delivery.ts';
+import { SqlWebhookRepository } from './modules/webhooks/repository.ts';
+import { WebhookSender } from './modules/webhooks/sender.ts';
+import { WEBHOOK_JOB, WebhookService } from './modules/webhooks/service.ts';
 import type { Store } from './storage/index.ts';
 import { StoreUnits } from './storage/unit-of-work.ts';
 
@@ -36,7 +43,14 @@ export interface ServiceOptions {
   stripeApiUrl?: string;
   /** STRIPE_CLI_WEBHOOK_SECRET (development): `stripe listen`'s signing secret, accepted for test-mode connections. */
   stripeCliWebhookSecret?: string;
+  /** Operator webhooks (config.webhooks; these defaults are the environment's own defaults). */
+  webhooks?: WebhookConfig;
+  /** config.auditRetentionDays. */
+  auditRetentionDays?: number;
 }
+
+const DAY = 24 * 60 * 60_000;
+const DEFAULT_WEBHOOKS: WebhookConfig = { allowPrivate: false, connectTimeoutMs: 5000, timeoutMs: 10_000, maxSockets: 32, retentionDays: 30 };
 
 /**
  * Wires every domain service to its repository, the unit-of-work runner and the event bus on one
@@ -60,6 +74,21 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const purchaseMail = new PurchaseMailer(mail, products, accounts, baseUrl);
   const licenses = new LicenseService(new SqlLicenseRepository(store), units, products, purchaseMail, clock);
   products.bindLicenses(licenses);
+
+  // In-unit subscribers, in this order: the audit entry, then the webhook deliveries of the change.
+  const audit = new AuditService(new SqlAuditRepository(store), licenses);
+  events.subscribe((event, unit) => audit.onEvent(event, unit));
+  const webhookSettings = options.webhooks ?? DEFAULT_WEBHOOKS;
+  const webhookRepo = new SqlWebhookRepository(store);
+  const webhookSecrets = new SecretBox(secretKey, 'webhook-secrets');
+  const webhooks = new WebhookService(webhookRepo, units, outbox, licenses, webhookSecrets, webhookSettings.allowPrivate, clock);
+  events.subscribe((event, unit) => webhooks.onEvent(event, unit));
+  jobConsumers[WEBHOOK_JOB] = new WebhookDeliverer(webhookRepo, units, new WebhookSender(webhookSettings), webhookSecrets, accounts, mail, outbox, clock);
+  /** Upkeep the outbox worker runs about hourly. */
+  const housekeeping: Housekeeping[] = [
+    (now) => audit.purge(now, (options.auditRetentionDays ?? 365) * DAY),
+    (now) => webhooks.purge(now, webhookSettings.retentionDays * DAY),
+  ];
   const licenseTokens = new LicenseTokenService(new SqlLicenseTokenRepository(store), units, products, licenses, new SecretBox(secretKey, 'license-token-keys'), { clock });
   const productImages = new ProductImageService(new SqlProductImageRepository(store), units, products, accounts, clock);
   const portal = new PortalService(new SqlPortalRepository(store), units, mail, licenses, baseUrl, clock);
@@ -72,7 +101,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
     new SecretBox(secretKey, 'payment-providers'),
     { baseUrl, onBackgroundError, clock, cliSecrets: options.stripeCliWebhookSecret ? { stripe: options.stripeCliWebhookSecret } : {} },
   );
-  return { store, clock, units, events, outbox, jobConsumers, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments };
+  return { store, clock, units, events, outbox, jobConsumers, housekeeping, audit, webhooks, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -17,3 +17,18 @@ export function randomBase62(length: number): string {
 export const newUserId = (): string => randomUUID();
 export const newProductId = (): string => `p_${randomBase62(20)}`;
 export const newApiKeyId = (): string => `key_${randomBase62(16)}`;
+
+let sequence = 0;
+/**
+ * An id that sorts as it was made: the time (`at`, epoch ms, base 36), a per-process sequence,
+ * then randomness. Tables keyed by it are clustered in time order, so "newest first" pages and
+ * "older than" purges walk the primary key instead of extra indexes (each index is one more
+ * B-tree to update on the hot path).
+ */
+export function timeOrderedId(at: number): string {
+  sequence = (sequence + 1) % 36 ** 4;
+  return `${Math.max(0, Math.floor(at)).toString(36).padStart(9, '0')}${sequence.toString(36).padStart(4, '0')}${randomBase62(8)}`;
+}
+
+/** The smallest id `timeOrderedId` can make at `at`: ids below it were made before. */
+export const timeOrderedFloor = (at: number): string => Math.max(0, Math.floor(at)).toString(36).padStart(9, '0');

@@ -187,6 +187,57 @@ export interface PaymentReversalsTable {
   created_at: number;
 }
 
+/** Operator webhook endpoints (migration 007). */
+export interface WebhookEndpointsTable {
+  id: string;
+  user_id: string;
+  url: string;
+  description: string | null;
+  /** JSON array of event types, or ["*"]. */
+  events: string;
+  secret_sealed: string;
+  enabled: Bool;
+  disabled_at: number | null;
+  failing_since: number | null;
+  created_at: number;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  endpoint_id: string;
+  user_id: string;
+  event_id: string;
+  event_type: string;
+  body: string;
+  status: 'pending' | 'succeeded' | 'failed';
+  attempts: number;
+  last_status_code: number | null;
+  next_attempt_at: number | null;
+  delivered_at: number | null;
+  created_at: number;
+}
+
+export interface WebhookAttemptsTable {
+  id: string;
+  delivery_id: string;
+  attempted_at: number;
+  status_code: number | null;
+  duration_ms: number;
+  success: Bool;
+  error: string | null;
+}
+
+/** The audit log of license changes (migration 007); no foreign key: a deleted license's rows stay. */
+export interface AuditEventsTable {
+  id: string;
+  user_id: string;
+  license_key: string;
+  type: string;
+  actor: string;
+  changes: string | null;
+  created_at: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -204,6 +255,10 @@ export interface Database {
   purchases: PurchasesTable;
   purchase_licenses: PurchaseLicensesTable;
   payment_reversals: PaymentReversalsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+  audit_events: AuditEventsTable;
 }
 
 export const bool = (value: boolean | number): boolean => value === true || value === 1;

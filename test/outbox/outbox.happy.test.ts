@@ -14,7 +14,7 @@ import { createTestDatabase, forEachStore, type StoreKind, type TestDatabase } f
 
 const quiet = { info() {}, warn() {}, error() {} };
 const message = (to: string, subject = 'Hello'): OutgoingMail => ({ kind: 'test', to, replyTo: null, subject, text: `Body for ${to}`, html: `<p>Body for ${to}</p>` });
-const settings = { pollMs: 20, leaseMs: 60_000, batchSize: 5, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 };
+const settings = { pollMs: 20, leaseMs: 60_000, batchSize: 5, concurrency: 10, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 };
 
 /** A clock tests move by hand: leases and retry times pass without waiting. */
 function manualClock(start = Date.now()) {

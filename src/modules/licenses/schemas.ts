@@ -5,6 +5,7 @@ import { Email, Nullable, StringEnum, Timestamp } from '../../http/schema-helper
 import { DEVICE_IDENTIFIER_MAX, DEVICE_NAME_MAX, MAX_DEVICES_MAX } from './limits.ts';
 import { LIST_LIMIT_MAX } from './service.ts';
 import type { Device, License, LicenseRecord, LicenseType as LicenseTypeValue } from './types.ts';
+import type { LicenseChanges } from '../../core/events.ts';
 
 
 export const DeviceIdentifier = Type.String({ minLength: 1, maxLength: DEVICE_IDENTIFIER_MAX });
@@ -127,3 +128,11 @@ export const publicLicenseView = (l: LicenseRecord) => ({
   expiresAt: toIsoOrNull(l.expiresAt),
   createdAt: toIso(l.createdAt),
 });
+
+/** An update's changed fields as the API shows them (times as ISO strings): webhooks and the audit log. */
+export function licenseChangesView(changes: LicenseChanges): Record<string, { from: unknown; to: unknown }> {
+  const time = (v: unknown) => (typeof v === 'number' ? toIso(v) : v);
+  return Object.fromEntries(
+    Object.entries(changes).map(([field, change]) => [field, field === 'expiresAt' || field === 'createdAt' ? { from: time(change!.from), to: time(change!.to) } : change!]),
+  );
+}

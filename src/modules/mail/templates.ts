@@ -112,3 +112,28 @@ ${button('Open the license portal', d.url)}
   ].join('\n');
   return { subject: 'Your license portal link', text, html: layout('Your license portal link', 'Open your license portal', body) };
 }
+
+export interface WebhookDisabledMailData {
+  url: string;
+  endpointId: string;
+}
+
+/** To the operator: an endpoint failed for a day and was disabled (PATCH it with enabled: true to resume). */
+export function webhookDisabledMail(d: WebhookDisabledMailData): RenderedMail {
+  const body = html`
+<h1 style="margin:0 0 12px 0;font-size:22px;line-height:1.3;">A webhook endpoint was disabled</h1>
+<p style="margin:0 0 8px 0;color:#374151;">Every delivery to this endpoint has failed for more than 24 hours, so Tessera stopped sending to it:</p>
+<p style="margin:0 0 16px 0;font-size:14px;font-family:ui-monospace,Menlo,Consolas,monospace;word-break:break-all;">${d.url} (${d.endpointId})</p>
+<p style="margin:0 0 24px 0;font-size:14px;color:#4b5563;">The failed deliveries and each attempt's answer are listed by <code>GET /api/v1/webhooks/${d.endpointId}/deliveries</code>. Once the receiver works again, enable the endpoint with <code>PATCH /api/v1/webhooks/${d.endpointId}</code> <code>{"enabled": true}</code> and redeliver what it missed.</p>`;
+  const text = [
+    'A webhook endpoint was disabled',
+    '',
+    `Every delivery to this endpoint has failed for more than 24 hours, so Tessera stopped sending to it:`,
+    `${d.url} (${d.endpointId})`,
+    '',
+    `The failed deliveries and each attempt's answer: GET /api/v1/webhooks/${d.endpointId}/deliveries`,
+    `Once the receiver works again: PATCH /api/v1/webhooks/${d.endpointId} {"enabled": true}, then redeliver what it missed.`,
+    '',
+  ].join('\n');
+  return { subject: 'A webhook endpoint was disabled', text, html: layout('A webhook endpoint was disabled', `${d.url} failed for a day`, body) };
+}

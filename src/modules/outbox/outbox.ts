@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
 import type { OutboxTable } from '../../storage/schema.ts';
+import { Prepared } from '../../storage/prepared.ts';
 import { executorOf } from '../../storage/unit-of-work.ts';
 
 /** A claimed job: what a consumer gets. */
@@ -13,9 +14,11 @@ export interface Job<P = unknown> {
   /** Attempts so far, this one included. */
   attempts: number;
   createdAt: number;
+  /** The worker holding the claim. */
+  claimedBy: string;
 }
 
-const toJob = (r: OutboxTable): Job => ({ id: r.id, kind: r.kind, payload: JSON.parse(r.payload), attempts: r.attempts, createdAt: r.created_at });
+const toJob = (r: OutboxTable): Job => ({ id: r.id, kind: r.kind, payload: JSON.parse(r.payload), attempts: r.attempts, createdAt: r.created_at, claimedBy: r.claimed_by ?? '' });
 
 /**
  * The general, durable outbox. A job is inserted in the same unit of work as the change that
@@ -24,33 +27,46 @@ const toJob = (r: OutboxTable): Job => ({ id: r.id, kind: r.kind, payload: JSON.
  * so several processes never take the same row; a claim left by a crashed worker expires and
  * the job is retried. A job that keeps failing ends `dead`, kept for operators to look at.
  */
+type EnqueueParams = { id: string; kind: string; payload: string; at: number };
+
 export class Outbox {
   private readonly listeners = new Set<() => void>();
+  /** Queued in the unit of every change that has a consumer (webhooks): built once. */
+  private readonly insertJob: Prepared<EnqueueParams, never>;
+  private readonly completeJob: Prepared<{ id: string; worker: string; at: number }, never>;
 
   constructor(
     private readonly store: Store,
     private readonly clock: () => number = Date.now,
-  ) {}
+  ) {
+    this.insertJob = new Prepared<EnqueueParams, never>((p) =>
+      store.db.insertInto('outbox').values({
+        id: p('id'),
+        kind: p('kind'),
+        payload: p('payload'),
+        status: sql.lit('pending'),
+        attempts: sql.lit(0),
+        next_attempt_at: p('at'),
+        claimed_by: sql`NULL`,
+        claimed_until: sql`NULL`,
+        last_error: sql`NULL`,
+        created_at: p('at'),
+        done_at: sql`NULL`,
+      }),
+    );
+    this.completeJob = new Prepared<{ id: string; worker: string; at: number }, never>((p) =>
+      store.db
+        .updateTable('outbox')
+        .set({ status: sql.lit('done'), done_at: p('at'), claimed_until: sql`NULL`, last_error: sql`NULL` })
+        .where('id', '=', p('id'))
+        .where('claimed_by', '=', p('worker')),
+    );
+  }
 
   /** Queues a job inside `unit`; returns its id. */
   async enqueue(unit: Unit, kind: string, payload: unknown): Promise<string> {
     const id = randomUUID();
-    const now = this.clock();
-    await executorOf(unit).run(
-      this.store.db.insertInto('outbox').values({
-        id,
-        kind,
-        payload: JSON.stringify(payload),
-        status: 'pending',
-        attempts: 0,
-        next_attempt_at: now,
-        claimed_by: null,
-        claimed_until: null,
-        last_error: null,
-        created_at: now,
-        done_at: null,
-      }),
-    );
+    await executorOf(unit).run(this.insertJob.bind({ id, kind, payload: JSON.stringify(payload), at: this.clock() }));
     // A hint for this process's worker; other processes find the row on their next poll.
     setTimeout(() => this.listeners.forEach((listener) => listener()), 0);
     return id;
@@ -76,18 +92,30 @@ export class Outbox {
     return (await this.store.read.first(this.dueFilter(kinds, now).limit(1))) !== undefined;
   }
 
-  /** Takes up to `limit` due jobs of `kinds` for `workerId` until now + leaseMs, counting the attempt. */
-  claim(workerId: string, kinds: readonly string[], leaseMs: number, limit: number): Promise<Job[]> {
+  /**
+   * Takes up to `limit` due jobs of `kinds` for `workerId` until now + leaseMs (or the kind's own
+   * lease in `leaseByKind`: a webhook is over in seconds, an SMTP send may take minutes), counting
+   * the attempt.
+   */
+  claim(workerId: string, kinds: readonly string[], leaseMs: number, limit: number, leaseByKind: Readonly<Record<string, number>> = {}): Promise<Job[]> {
     return this.store.write(async (tx) => {
       const now = this.clock();
       const due = this.dueFilter(kinds, now)
         .orderBy('next_attempt_at')
         .limit(limit)
         .$if(this.store.lockRows, (q) => q.forUpdate().skipLocked());
+      const own = Object.entries(leaseByKind);
       const rows = await tx.all(
         this.store.db
           .updateTable('outbox')
-          .set({ claimed_by: workerId, claimed_until: now + leaseMs, attempts: sql<number>`attempts + 1` })
+          .set((eb) => ({
+            claimed_by: workerId,
+            claimed_until:
+              own.length === 0
+                ? now + leaseMs
+                : own.reduce((c, [kind, ms]) => c.when('kind', '=', kind).then(now + ms), eb.case() as any).else(now + leaseMs).end(),
+            attempts: sql<number>`attempts + 1`,
+          }))
           .where('id', 'in', due)
           .returningAll(),
       );
@@ -95,17 +123,14 @@ export class Outbox {
     });
   }
 
-  /** Marks a claimed job done; claimed_by stays: which worker did it. */
-  async complete(id: string, workerId: string): Promise<void> {
-    await this.store.write((tx) =>
-      tx.run(
-        this.store.db
-          .updateTable('outbox')
-          .set({ status: 'done', done_at: this.clock(), claimed_until: null, last_error: null })
-          .where('id', '=', id)
-          .where('claimed_by', '=', workerId),
-      ),
-    );
+  /**
+   * Marks a claimed job done; claimed_by stays: which worker did it. In `unit` when given: a
+   * consumer that records its outcome in a unit completes the job with it (one write, not two).
+   */
+  async complete(id: string, workerId: string, unit?: Unit): Promise<void> {
+    const statement = this.completeJob.bind({ id, worker: workerId, at: this.clock() });
+    if (unit) await executorOf(unit).run(statement);
+    else await this.store.write((tx) => tx.run(statement));
   }
 
   /** Releases a failed claim: retried at `retryAt`, or dead for good when it is null. */

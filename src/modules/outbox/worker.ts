@@ -5,17 +5,35 @@ import type { Job, Outbox } from './outbox.ts';
 export interface JobConsumer {
   /** For the log line at start (e.g. where e-mail goes). */
   readonly description: string;
-  handle(job: Job): Promise<void>;
+  /**
+   * Does the job; throws to have it retried. Resolves `'completed'` when it has marked the job
+   * done itself (Outbox.complete in the unit that recorded its outcome), else the worker does.
+   */
+  handle(job: Job): Promise<void | 'completed'>;
+  /**
+   * This kind's retry policy: when a failed job runs again (epoch ms), or null for dead. Without
+   * it the worker's exponential backoff and maxAttempts apply (e-mail); webhooks keep their own
+   * schedule (the first retries within seconds, then over more than a day).
+   */
+  retryAt?(job: Job, now: number): number | null;
+  /** How long a claim of this kind holds (ms), when shorter than the worker's lease. */
+  readonly leaseMs?: number;
   /** Releases what the consumer holds (connections) when the worker stops. */
   close?(): void;
 }
+
+/** Periodic upkeep run by the worker about once an hour (purging old rows, say). */
+export type Housekeeping = (now: number) => Promise<unknown>;
 
 export interface WorkerSettings {
   /** How often an idle worker looks for due jobs (ms). */
   pollMs: number;
   /** How long a claim holds before another worker may retry the job (ms). */
   leaseMs: number;
+  /** Jobs claimed per statement. */
   batchSize: number;
+  /** Jobs in hand at once: a slow consumer holds one slot, not the whole worker. */
+  concurrency: number;
   /** After this many attempts a job is dead. */
   maxAttempts: number;
   /** First retry delay (ms); each further attempt doubles it, up to maxRetryDelayMs. */
@@ -28,7 +46,8 @@ export interface WorkerSettings {
 export const DEFAULT_WORKER_SETTINGS: WorkerSettings = {
   pollMs: 1000,
   leaseMs: 5 * 60_000,
-  batchSize: 10,
+  batchSize: 50,
+  concurrency: 64,
   maxAttempts: 10,
   retryBaseMs: 30_000,
   maxRetryDelayMs: 60 * 60_000,
@@ -36,6 +55,8 @@ export const DEFAULT_WORKER_SETTINGS: WorkerSettings = {
 };
 
 const PURGE_EVERY_MS = 60 * 60_000;
+/** How long free slots wait for more to free up before they are refilled anyway. */
+const REFILL_WAIT_MS = 20;
 
 interface Log {
   info(obj: object, msg: string): void;
@@ -65,8 +86,11 @@ export class OutboxWorker {
   private stopping = false;
   private lastPurge = 0;
   private unsubscribe: (() => void) | undefined;
+  /** Wakes a drain that waits for a free slot or a new job. */
+  private kick: (() => void) | undefined;
 
   private readonly kinds: readonly string[];
+  private readonly leaseByKind: Record<string, number>;
 
   constructor(
     private readonly outbox: Outbox,
@@ -74,9 +98,11 @@ export class OutboxWorker {
     private readonly log: Log,
     private readonly settings: WorkerSettings = DEFAULT_WORKER_SETTINGS,
     private readonly clock: () => number = Date.now,
+    private readonly housekeeping: readonly Housekeeping[] = [],
   ) {
     // Only kinds this process can handle are claimed: a newer process's kinds wait for it.
     this.kinds = Object.keys(consumers);
+    this.leaseByKind = Object.fromEntries(Object.entries(consumers).flatMap(([kind, c]) => (c.leaseMs === undefined ? [] : [[kind, c.leaseMs]])));
   }
 
   start(): void {
@@ -109,6 +135,7 @@ export class OutboxWorker {
     if (!this.started || this.stopping) return;
     if (this.running) {
       this.again = true;
+      this.kick?.();
       return;
     }
     clearTimeout(this.timer);
@@ -128,27 +155,70 @@ export class OutboxWorker {
       });
   }
 
-  /** Works every due job; returns how many were attempted. */
+  /**
+   * Works every due job, at most `concurrency` at a time: a slot freed by a finished job is
+   * refilled at once, and a job queued meanwhile is claimed without waiting for the slow ones in
+   * hand. Returns how many were attempted once none is due and none is in hand.
+   */
   async drain(): Promise<number> {
     let attempted = 0;
-    while (!this.stopping && (await this.outbox.hasDue(this.kinds, this.clock()))) {
-      const batch = await this.outbox.claim(this.id, this.kinds, this.settings.leaseMs, this.settings.batchSize);
-      if (batch.length === 0) break; // another process took them
+    const inHand = new Set<Promise<void>>();
+    const { concurrency, batchSize, leaseMs } = this.settings;
+    // A claim is a write (an fsync on SQLite): refilling one slot at a time would make it the
+    // bottleneck, so slots are refilled a batch at a time, or after REFILL_WAIT_MS at the latest.
+    const refillAt = Math.max(1, Math.min(batchSize, Math.ceil(concurrency / 4)));
+    let waitedSince = 0;
+    while (!this.stopping) {
+      const free = concurrency - inHand.size;
+      const refill = free >= refillAt || inHand.size === 0 || (free > 0 && performance.now() - waitedSince >= REFILL_WAIT_MS);
+      if (!refill) {
+        if (waitedSince === 0) waitedSince = performance.now();
+        await this.nextSlotOrJob(inHand, REFILL_WAIT_MS);
+        continue;
+      }
+      waitedSince = 0;
+      const batch = (await this.outbox.hasDue(this.kinds, this.clock())) ? await this.outbox.claim(this.id, this.kinds, leaseMs, Math.min(batchSize, free), this.leaseByKind) : [];
+      for (const job of batch) {
+        const done: Promise<void> = this.work(job).finally(() => inHand.delete(done));
+        inHand.add(done);
+      }
       attempted += batch.length;
-      // The batch runs at once; consumers bound their own concurrency (the SMTP pool, say).
-      await Promise.all(batch.map((job) => this.work(job)));
+      if (batch.length === Math.min(batchSize, free)) continue; // more may be due
+      if (inHand.size === 0) break; // nothing due (or another process took it) and nothing in hand
+      await this.nextSlotOrJob(inHand, this.settings.pollMs);
     }
+    await Promise.all(inHand);
     await this.purgeOccasionally();
     return attempted;
   }
 
+  /** Waits until a job in hand finishes, a job is queued in this process, or a poll interval passes. */
+  private async nextSlotOrJob(inHand: Set<Promise<void>>, timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.kick = resolve;
+      timer = setTimeout(resolve, timeoutMs);
+      void Promise.race(inHand).then(resolve, resolve);
+    });
+    clearTimeout(timer);
+    this.kick = undefined;
+  }
+
+  /** Never rejects: a job whose outcome could not be recorded keeps its claim until the lease expires. */
   private async work(job: Job): Promise<void> {
     try {
-      await this.consumers[job.kind]!.handle(job);
-      await this.outbox.complete(job.id, this.id);
+      await this.attempt(job);
     } catch (err) {
-      const giveUp = job.attempts >= this.settings.maxAttempts;
-      const retryAt = giveUp ? null : this.clock() + retryDelay(job.attempts, this.settings);
+      this.log.error({ err, jobId: job.id, kind: job.kind }, 'could not record an outbox job outcome; retried when its lease expires');
+    }
+  }
+
+  private async attempt(job: Job): Promise<void> {
+    try {
+      if ((await this.consumers[job.kind]!.handle(job)) !== 'completed') await this.outbox.complete(job.id, this.id);
+    } catch (err) {
+      const retryAt = this.retryAt(job);
+      const giveUp = retryAt === null;
       const reason = err instanceof Error ? err.message : String(err);
       await this.outbox.fail(job.id, this.id, reason, retryAt);
       const entry = { err, jobId: job.id, kind: job.kind, attempts: job.attempts };
@@ -157,10 +227,20 @@ export class OutboxWorker {
     }
   }
 
+  private retryAt(job: Job): number | null {
+    const now = this.clock();
+    const policy = this.consumers[job.kind]!.retryAt;
+    if (policy) return policy(job, now);
+    return job.attempts >= this.settings.maxAttempts ? null : now + retryDelay(job.attempts, this.settings);
+  }
+
   private async purgeOccasionally(): Promise<void> {
     const now = this.clock();
     if (now - this.lastPurge < PURGE_EVERY_MS) return;
     this.lastPurge = now;
     await this.outbox.purgeDone(now - this.settings.keepDoneMs);
+    for (const task of this.housekeeping) {
+      await task(now).catch((err) => this.log.error({ err }, 'outbox housekeeping failed; retrying in an hour'));
+    }
   }
 }

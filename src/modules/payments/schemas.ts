@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import type { PurchaseSnapshot } from '../../core/events.ts';
 import { toIso, toIsoOrNull } from '../../core/time.ts';
 import { Nullable, Timestamp } from '../../http/schema-helpers.ts';
 import { PURCHASE_LIMIT_MAX } from './service.ts';
@@ -77,7 +78,8 @@ export const PurchaseReply = Type.Object({
   createdAt: Timestamp,
 });
 
-export const purchaseView = (p: Purchase) => ({
+/** A purchase on the wire (the purchases API and webhook bodies), from an event's snapshot. */
+export const purchaseSnapshotView = (p: PurchaseSnapshot) => ({
   id: p.id,
   provider: p.provider,
   sessionId: p.sessionId,
@@ -86,9 +88,11 @@ export const purchaseView = (p: Purchase) => ({
   currency: p.currency,
   status: p.status,
   licenseKeys: p.licenseKeys,
-  hasInvoice: p.invoiceId !== null,
+  hasInvoice: p.hasInvoice,
   createdAt: toIso(p.createdAt),
 });
+
+export const purchaseView = (p: Purchase) => purchaseSnapshotView({ ...p, hasInvoice: p.invoiceId !== null });
 
 export const PurchaseListQuery = Type.Object({
   limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}$', description: `1 to ${PURCHASE_LIMIT_MAX}, default 50.` })),

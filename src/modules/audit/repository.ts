@@ -1,0 +1,77 @@
+import type { Actor } from '../../core/principal.ts';
+import type { Unit } from '../../core/unit-of-work.ts';
+import type { Store } from '../../storage/index.ts';
+import { Prepared } from '../../storage/prepared.ts';
+import { executorOf } from '../../storage/unit-of-work.ts';
+import { timeOrderedFloor } from '../../core/ids.ts';
+import type { AuditEntry, AuditRepository, AuditType } from './service.ts';
+
+const PURGE_CHUNK = 5000;
+
+type InsertParams = { id: string; account: string; key: string; type: string; actor: string; changes: string | null; at: number };
+
+export class SqlAuditRepository implements AuditRepository {
+  /** Written on every license change, the activation hot path included: built once. */
+  private readonly insertStatement: Prepared<InsertParams, never>;
+
+  constructor(private readonly store: Store) {
+    this.insertStatement = new Prepared<InsertParams, never>((p) =>
+      store.db.insertInto('audit_events').values({
+        id: p('id'),
+        user_id: p('account'),
+        license_key: p('key'),
+        type: p('type'),
+        actor: p('actor'),
+        changes: p('changes'),
+        created_at: p('at'),
+      }),
+    );
+  }
+
+  async insert(unit: Unit, e: AuditEntry): Promise<void> {
+    await executorOf(unit).run(
+      this.insertStatement.bind({
+        id: e.id,
+        account: e.accountId,
+        key: e.licenseKey,
+        type: e.type,
+        actor: JSON.stringify(e.actor),
+        changes: e.changes === null ? null : JSON.stringify(e.changes),
+        at: e.createdAt,
+      }),
+    );
+  }
+
+  async list(accountId: string, licenseKey: string, { limit, before }: { limit: number; before?: string }): Promise<AuditEntry[]> {
+    const rows = await this.store.read.all(
+      this.store.db
+        .selectFrom('audit_events')
+        .selectAll()
+        .where('user_id', '=', accountId)
+        .where('license_key', '=', licenseKey)
+        .$if(before !== undefined, (q) => q.where('id', '<', before!))
+        .orderBy('id', 'desc')
+        .limit(limit),
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      accountId: r.user_id,
+      licenseKey: r.license_key,
+      type: r.type as AuditType,
+      actor: JSON.parse(r.actor) as Actor,
+      changes: r.changes === null ? null : (JSON.parse(r.changes) as Record<string, unknown>),
+      createdAt: Number(r.created_at),
+    }));
+  }
+
+  async purge(before: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      // Ids sort by time: the oldest entries are the start of the primary key.
+      const old = this.store.db.selectFrom('audit_events').select('id').where('id', '<', timeOrderedFloor(before)).limit(PURGE_CHUNK);
+      const n = await this.store.write((tx) => tx.run(this.store.db.deleteFrom('audit_events').where('id', 'in', old)));
+      total += n;
+      if (n < PURGE_CHUNK) return total;
+    }
+  }
+}

@@ -1,0 +1,30 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { invalidRequest } from '../../core/errors.ts';
+import { errorResponses, LicenseKeyHeader } from '../../http/schema-helpers.ts';
+import { AuditPageBody, AuditQuery, auditView } from './schemas.ts';
+import { AUDIT_LIMIT_MAX, type AuditService } from './service.ts';
+
+/** Server API: a license's audit log (API key required; scoped to the key's account). */
+export const auditRoutes: FastifyPluginAsyncTypebox<{ audit: AuditService }> = async (app, { audit }) => {
+  app.get(
+    '/licenses/events',
+    {
+      schema: {
+        operationId: 'list-license-events',
+        tags: ['Licenses'],
+        security: [{ apiKey: [] }],
+        summary: "A license's audit log, newest first",
+        description: 'Every change with its actor and time; kept AUDIT_RETENTION_DAYS (365 by default), also after the license is deleted.',
+        headers: LicenseKeyHeader,
+        querystring: AuditQuery,
+        response: { 200: AuditPageBody, ...errorResponses(400, 401, 403, 404) },
+      },
+    },
+    async (req) => {
+      const limit = req.query.limit === undefined ? undefined : Number(req.query.limit);
+      if (limit !== undefined && (limit < 1 || limit > AUDIT_LIMIT_MAX)) throw invalidRequest('query.limit', `must be 1 to ${AUDIT_LIMIT_MAX}`);
+      const page = await audit.list(req.principal, req.headers['license-key'], { limit, cursor: req.query.cursor });
+      return { data: page.data.map(auditView), nextCursor: page.nextCursor };
+    },
+  );
+};

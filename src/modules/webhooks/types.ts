@@ -1,0 +1,111 @@
+import type { Unit } from '../../core/unit-of-work.ts';
+
+/** What an endpoint can subscribe to; `*` takes all. Purchase events come from the payments module. */
+export const WEBHOOK_EVENT_TYPES = [
+  'license.created',
+  'license.updated',
+  'license.deleted',
+  'device.activated',
+  'device.removed',
+  'devices.reset',
+  'purchase.completed',
+  'purchase.refunded',
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+export interface WebhookEndpoint {
+  id: string;
+  accountId: string;
+  url: string;
+  description: string | null;
+  /** Event types, or ['*']. */
+  events: string[];
+  enabled: boolean;
+  disabledAt: number | null;
+  failingSince: number | null;
+  createdAt: number;
+}
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+export interface WebhookAttempt {
+  attemptedAt: number;
+  statusCode: number | null;
+  durationMs: number;
+  success: boolean;
+  error: string | null;
+}
+
+export interface WebhookDelivery {
+  id: string;
+  endpointId: string;
+  eventId: string;
+  eventType: string;
+  status: DeliveryStatus;
+  attempts: number;
+  lastStatusCode: number | null;
+  nextAttemptAt: number | null;
+  deliveredAt: number | null;
+  createdAt: number;
+}
+
+export interface DeliveryWithAttempts extends WebhookDelivery {
+  log: WebhookAttempt[];
+}
+
+export interface NewDelivery {
+  id: string;
+  endpointId: string;
+  accountId: string;
+  eventId: string;
+  eventType: string;
+  body: string;
+  createdAt: number;
+}
+
+/** What the worker needs to send one delivery. */
+export interface DeliveryTarget {
+  deliveryId: string;
+  eventId: string;
+  eventType: string;
+  body: string;
+  endpointId: string;
+  accountId: string;
+  url: string;
+  secretSealed: string;
+  enabled: boolean;
+}
+
+export interface AttemptOutcome extends WebhookAttempt {
+  deliveryId: string;
+  status: DeliveryStatus;
+  nextAttemptAt: number | null;
+}
+
+export type EndpointFields = Partial<Pick<WebhookEndpoint, 'url' | 'description' | 'events' | 'enabled'>>;
+
+/** Storage of endpoints, deliveries and attempts; every account-facing query filters by account in SQL. */
+export interface WebhookRepository {
+  insertEndpoint(unit: Unit, endpoint: WebhookEndpoint, secretSealed: string): Promise<void>;
+  countEndpoints(unit: Unit, accountId: string): Promise<number>;
+  listEndpoints(accountId: string): Promise<WebhookEndpoint[]>;
+  getEndpoint(accountId: string, id: string, unit?: Unit): Promise<WebhookEndpoint | undefined>;
+  /** Returns the number of rows changed (0: not the account's). */
+  updateEndpoint(unit: Unit, accountId: string, id: string, fields: EndpointFields): Promise<number>;
+  deleteEndpoint(unit: Unit, accountId: string, id: string): Promise<number>;
+  /** The account's enabled endpoints, read in the event's unit. */
+  enabledEndpoints(unit: Unit, accountId: string): Promise<Pick<WebhookEndpoint, 'id' | 'events'>[]>;
+  insertDeliveries(unit: Unit, deliveries: NewDelivery[]): Promise<void>;
+  /** Newest first (ids sort by time), older than the delivery `before` when given. */
+  listDeliveries(accountId: string, endpointId: string, options: { limit: number; before?: string }): Promise<DeliveryWithAttempts[]>;
+  /** The delivery's event and body, for a redelivery. */
+  getDeliveryBody(unit: Unit, accountId: string, endpointId: string, deliveryId: string): Promise<Pick<NewDelivery, 'eventId' | 'eventType' | 'body'> | undefined>;
+  loadTarget(deliveryId: string): Promise<DeliveryTarget | undefined>;
+  recordAttempt(unit: Unit, outcome: AttemptOutcome): Promise<void>;
+  /** After a success: the endpoint is healthy again. */
+  clearFailing(unit: Unit, endpointId: string): Promise<void>;
+  /** After a failure: marks the endpoint failing (keeping the first time); disables it when failing since `before`; returns whether this call disabled it. */
+  markFailing(unit: Unit, endpointId: string, now: number, disableIfSince: number): Promise<boolean>;
+  /** Deletes deliveries (and their attempts) made before `before` (epoch ms). */
+  purgeDeliveries(before: number): Promise<number>;
+}

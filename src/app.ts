@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { requireApiKey } from './http/auth.ts';
+import { registerIdempotency } from './http/idempotency.ts';
 import { refuseWhileClosing, registerErrorHandling } from './http/errors.ts';
 import { JSON_BODY_LIMIT, registerJsonBody } from './http/json-body.ts';
 import { healthRoutes } from './modules/health/routes.ts';
@@ -102,6 +103,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
           // Per account, after authentication: one tenant cannot starve the others.
           server.addHook('onRequest', server.rateLimit({ max: limits.serverPerMinute, timeWindow: MINUTE, keyGenerator: (req) => req.principal.accountId }));
         }
+        registerIdempotency(server, services.idempotency);
         await server.register(productRoutes, { products: services.products });
         await server.register(licenseRoutes, { licenses: services.licenses });
         await server.register(licenseTokenRoutes, { tokens: services.licenseTokens });

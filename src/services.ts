@@ -4,6 +4,8 @@ import { SqlAccountRepository } from './modules/accounts/repository.ts';
 import { AccountService } from './modules/accounts/service.ts';
 import { SqlApiKeyRepository } from './modules/api-keys/repository.ts';
 import { ApiKeyService } from './modules/api-keys/service.ts';
+import { SqlIdempotencyRepository } from './modules/idempotency/repository.ts';
+import { IdempotencyService } from './modules/idempotency/service.ts';
 import { SqlLicenseTokenRepository } from './modules/license-tokens/repository.ts';
 import { LicenseTokenService } from './modules/license-tokens/service.ts';
 import { SqlLicenseRepository } from './modules/licenses/repository.ts';
@@ -55,8 +57,9 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   products.bindLicenses(licenses);
   const licenseTokens = new LicenseTokenService(new SqlLicenseTokenRepository(store), units, products, licenses, new SecretBox(secretKey, 'license-token-keys'), { clock });
   const productImages = new ProductImageService(new SqlProductImageRepository(store), units, products, accounts, clock);
+  const idempotency = new IdempotencyService(new SqlIdempotencyRepository(store), (work) => store.write(work), clock);
   const portal = new PortalService(new SqlPortalRepository(store), units, mail, licenses, baseUrl, clock);
-  return { store, clock, units, events, outbox, jobConsumers, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal };
+  return { store, clock, units, events, outbox, jobConsumers, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, idempotency };
 }
 
 export type Services = ReturnType<typeof createServices>;

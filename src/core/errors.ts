@@ -16,6 +16,8 @@ export type ErrorCode =
   | 'product_has_licenses'
   | 'payload_too_large'
   | 'unsupported_media_type'
+  | 'idempotency_key_in_use'
+  | 'idempotency_key_reused'
   | 'rate_limited'
   | 'internal_error'
   | 'service_unavailable';
@@ -32,8 +34,10 @@ const STATUS: Record<ErrorCode, number> = {
   invalid_api_key: 403,
   plan_required: 403,
   not_found: 404,
+  idempotency_key_in_use: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  idempotency_key_reused: 422,
   rate_limited: 429,
   internal_error: 500,
   service_unavailable: 503,

@@ -126,6 +126,18 @@ export interface ProductImagesTable {
   updated_at: number;
 }
 
+/** Server-API idempotency keys (see http/idempotency.ts); a null status means still in flight. */
+export interface IdempotencyKeysTable {
+  account_id: string;
+  idem_key: string;
+  request_hash: string;
+  response_status: number | null;
+  response_type: string | null;
+  response_body: string | null;
+  locked_until: number;
+  expires_at: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -138,6 +150,7 @@ export interface Database {
   portal_device_resets: PortalDeviceResetsTable;
   product_images: ProductImagesTable;
   license_token_configs: LicenseTokenConfigsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }
 
 export const bool = (value: boolean | number): boolean => value === true || value === 1;

@@ -12,6 +12,10 @@ export interface RateLimitConfig {
   portalLinksPerAddressPerHour: number;
   /** Portal access-link requests per hour per client address. */
   portalLinksPerClientPerHour: number;
+  /** REDIS_URL: counters in Redis, shared by every process; in memory when unset. */
+  redisUrl?: string;
+  /** Prefix of the counters' Redis keys (REDIS_KEY_PREFIX). */
+  redisKeyPrefix: string;
 }
 
 export interface Config {
@@ -28,6 +32,8 @@ export interface Config {
   logLevel: string;
   trustProxy: boolean;
   rateLimit: RateLimitConfig;
+  /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`. */
+  metricsToken?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -66,6 +72,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) throw new Error('DATABASE_URL must be a postgres:// URL');
   const smtpUrl = env.SMTP_URL || undefined;
   if (smtpUrl && !/^smtps?:\/\/[^/?#]/.test(smtpUrl)) throw new Error('SMTP_URL must be an smtp:// or smtps:// URL');
+  const redisUrl = env.REDIS_URL || undefined;
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new Error('REDIS_URL must be a redis:// or rediss:// URL');
   const rateLimitOff = (env.RATE_LIMIT ?? '').toLowerCase() === 'off';
   return {
     port,
@@ -85,6 +93,9 @@ export function loadConfig(env: Env = process.env): Config {
       serverPerMinute: int(env, 'RATE_LIMIT_SERVER_PER_MINUTE', 6000),
       portalLinksPerAddressPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_PER_ADDRESS_PER_HOUR', 5),
       portalLinksPerClientPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_PER_CLIENT_PER_HOUR', 20),
+      redisUrl,
+      redisKeyPrefix: env.REDIS_KEY_PREFIX || 'tessera:rl:',
     },
+    metricsToken: env.METRICS_TOKEN || undefined,
   };
 }

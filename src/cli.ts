@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from './config.ts';
+import { type Config, loadConfig } from './config.ts';
 import { AppError } from './core/errors.ts';
 import { createServices, type Services } from './services.ts';
+import { backupSqlite, restoreSqlite } from './storage/backup.ts';
 import { openStore } from './storage/index.ts';
 import { toIso, toIsoOrNull } from './core/time.ts';
 import { cliPrincipal } from './core/principal.ts';
@@ -12,9 +13,11 @@ const USAGE = `Usage: npm run --silent cli -- <command>
   api-key create --email E [--name N]
   api-key list --email E
   api-key revoke --email E --id KEY_ID
-Each command prints one JSON object on stdout.`;
+  backup --to FILE          a consistent copy of the SQLite store, also while the server runs
+  restore --from FILE       replaces the SQLite store with a backup (stop the server first)
+Each command prints one JSON object on stdout. PostgreSQL: pg_dump / pg_restore (docs/operations.md).`;
 
-type Options = { email?: string; password?: string; plan?: string; name?: string; id?: string };
+type Options = { email?: string; password?: string; plan?: string; name?: string; id?: string; to?: string; from?: string };
 
 function need(options: Options, name: keyof Options): string {
   const value = options[name];
@@ -57,11 +60,45 @@ const commands: Record<string, (s: Services, o: Options) => Promise<object>> = {
   },
 };
 
+/** Commands on the SQLite file itself, run without opening the store (no migrations, no services). */
+const fileCommands: Record<string, (config: Config, o: Options) => Promise<object>> = {
+  backup: (config, o) => backupSqlite(sqliteDir(config), need(o, 'to')),
+  restore: (config, o) => restoreSqlite(sqliteDir(config), need(o, 'from')),
+};
+
+function sqliteDir(config: Config): string {
+  if (config.databaseUrl) throw new AppError('invalid_request', 'DATABASE_URL is set: back up PostgreSQL with pg_dump and restore with pg_restore (docs/operations.md).');
+  return config.dataDir;
+}
+
+function fail(error: unknown): number {
+  if (!(error instanceof AppError)) throw error;
+  process.stderr.write(`${JSON.stringify({ error: { code: error.code, message: error.message, issues: error.issues } })}\n`);
+  return 1;
+}
+
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { email: { type: 'string' }, password: { type: 'string' }, plan: { type: 'string' }, name: { type: 'string' }, id: { type: 'string' } },
+    options: {
+      email: { type: 'string' },
+      password: { type: 'string' },
+      plan: { type: 'string' },
+      name: { type: 'string' },
+      id: { type: 'string' },
+      to: { type: 'string' },
+      from: { type: 'string' },
+    },
   });
+  const fileCommand = positionals.length === 1 ? fileCommands[positionals[0]!] : undefined;
+  if (fileCommand) {
+    try {
+      process.stdout.write(`${JSON.stringify(await fileCommand(loadConfig(), values))}\n`);
+      return 0;
+    } catch (error) {
+      return fail(error);
+    }
+  }
   const command = commands[positionals.slice(0, 2).join(' ')];
   if (!command || positionals.length !== 2) {
     process.stderr.write(`${USAGE}\n`);
@@ -74,9 +111,7 @@ async function main(): Promise<number> {
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return 0;
   } catch (error) {
-    if (!(error instanceof AppError)) throw error;
-    process.stderr.write(`${JSON.stringify({ error: { code: error.code, message: error.message, issues: error.issues } })}\n`);
-    return 1;
+    return fail(error);
   } finally {
     await store.close();
   }

@@ -38,17 +38,15 @@ const MINUTE = 60_000;
  */
 class RedisLink {
   private down = false;
+  /** Set when the app closes: the connection's end is not an outage. */
+  closing = false;
 
   constructor(
     readonly redis: Redis,
     private readonly app: FastifyInstance,
     private readonly onFallback: () => void,
   ) {
-    redis.on('ready', () => {
-      if (!this.down) return;
-      this.down = false;
-      app.log.info('Redis is reachable again: rate limits are counted in Redis');
-    });
+    redis.on('ready', () => this.succeeded());
     redis.on('error', (error: Error) => this.failed(error));
     redis.on('close', () => this.failed(new Error('connection closed')));
   }
@@ -57,8 +55,15 @@ class RedisLink {
     return this.redis.status === 'ready';
   }
 
+  /** Redis answered (a reconnection, or a command after one that failed). */
+  succeeded(): void {
+    if (!this.down) return;
+    this.down = false;
+    this.app.log.info('Redis is reachable again: rate limits are counted in Redis');
+  }
+
   failed(error: Error): void {
-    if (this.down) return;
+    if (this.down || this.closing) return;
     this.down = true;
     this.app.log.warn({ err: error }, 'Redis is unreachable: rate limits fall back to memory (per process) until it is back');
   }
@@ -85,7 +90,10 @@ function fallbackStore(link: RedisLink, keyPrefix: string): new (params: ChildOp
       this.redisStore.incr(
         key,
         (err, res) => {
-          if (!err) return cb(null, res);
+          if (!err) {
+            link.succeeded();
+            return cb(null, res);
+          }
           link.failed(err);
           link.fellBack();
           this.local.incr(key, cb, timeWindow, max);
@@ -141,6 +149,7 @@ export async function registerRateLimits(app: FastifyInstance, options: RateLimi
     await connected(redis, 2000);
     store = fallbackStore(link, options.keyPrefix);
     app.addHook('onClose', async () => {
+      link.closing = true;
       redis.disconnect();
     });
   }

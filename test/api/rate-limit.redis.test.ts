@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +14,7 @@ const validate = (app: FastifyInstance) =>
   app.inject({ method: 'POST', url: '/api/v1/public/licenses/validate', payload: { licenseKey: 'AAAAA-BBBBB-CCCCC-DDDDD-EEEEE', productId: 'p_x' } });
 
 /** Apps on one database with their own settings (each a separate process in production). */
-function useApps(env: () => Record<string, string>) {
+function useApps(env: () => Record<string, string>, logStream?: NodeJS.WritableStream) {
   const apps: FastifyInstance[] = [];
   let database: TestDatabase;
   let store: Store;
@@ -28,7 +29,7 @@ function useApps(env: () => Record<string, string>) {
   });
   return async () => {
     const config = loadConfig({ ...database.env, RATE_LIMIT: 'on', RATE_LIMIT_PUBLIC_PER_MINUTE: '4', ...env() });
-    const app = await buildApp({ config, services: createServices(store, config.secretKey), logger: false });
+    const app = await buildApp({ config, services: createServices(store, config.secretKey), logger: logStream !== undefined, logStream });
     apps.push(app);
     await app.ready();
     return app;
@@ -85,7 +86,15 @@ describe('rate limits through Redis', () => {
 describe('rate limits when Redis goes away', () => {
   let server: OwnRedis;
   const prefix = uniquePrefix('outage');
-  const newApp = useApps(() => ({ REDIS_URL: server.url, REDIS_KEY_PREFIX: prefix, RATE_LIMIT_PUBLIC_PER_MINUTE: '1000' }));
+  let logs = '';
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      logs += String(chunk);
+      done();
+    },
+  });
+  const newApp = useApps(() => ({ REDIS_URL: server.url, REDIS_KEY_PREFIX: prefix, RATE_LIMIT_PUBLIC_PER_MINUTE: '1000', LOG_LEVEL: 'info' }), logStream);
+  const logged = (text: string) => logs.split('\n').filter((line) => line.includes(text)).length;
   beforeAll(async () => {
     server = await ownRedis();
     await server.start();
@@ -120,6 +129,9 @@ describe('rate limits when Redis goes away', () => {
       const before = await fallbacks(app);
       expect((await validate(app)).statusCode).toBe(400);
       expect(await fallbacks(app)).toBe(before);
+      // One warning for the whole outage (however many requests and reconnection attempts), one line when it ended.
+      expect(logged('Redis is unreachable')).toBe(1);
+      expect(logged('Redis is reachable again')).toBe(1);
     } finally {
       probe.disconnect();
     }

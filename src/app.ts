@@ -1,10 +1,13 @@
-import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { requireApiKey } from './http/auth.ts';
+import { registerIdempotency } from './http/idempotency.ts';
+import { Metrics, registerMetrics } from './http/metrics.ts';
+import { registerRateLimits } from './http/rate-limit.ts';
 import { clientErrorHandler, frameworkErrors, refuseWhileClosing, registerErrorHandling } from './http/errors.ts';
+
 import { JSON_BODY_LIMIT, registerJsonBody } from './http/json-body.ts';
 import { auditRoutes } from './modules/audit/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
@@ -88,11 +91,11 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   app.addSchema(LicenseBody);
   app.addSchema(ProductBody);
 
+  const metrics = new Metrics({ store: services.store, outbox: services.outbox });
+  registerMetrics(app, metrics, config.metricsToken);
+
   const limits = config.rateLimit;
-  await app.register(rateLimit, {
-    global: false,
-    errorResponseBuilder: (_req, context) => ({ statusCode: 429, message: `Rate limit exceeded; retry in ${context.after}.` }),
-  });
+  await registerRateLimits(app, { redisUrl: limits.redisUrl, keyPrefix: limits.redisKeyPrefix, onFallback: () => metrics.rateLimitFallbacks.inc() });
 
   await app.register(healthRoutes, { store: services.store });
   registerOutboxWorker(app, services, config, mail);
@@ -125,8 +128,9 @@ export async function buildApp({ config, services, logger = true, logStream, mai
         requireApiKey(server, services.apiKeys);
         if (limits.enabled) {
           // Per account, after authentication: one tenant cannot starve the others.
-          server.addHook('onRequest', server.rateLimit({ max: limits.serverPerMinute, timeWindow: MINUTE, keyGenerator: (req) => req.principal.accountId }));
+          server.addHook('onRequest', server.rateLimit({ max: limits.serverPerMinute, timeWindow: MINUTE, keyGenerator: (req) => `server|${req.principal.accountId}` }));
         }
+        registerIdempotency(server, services.idempotency);
         await server.register(productRoutes, { products: services.products });
         await server.register(licenseRoutes, { licenses: services.licenses });
         await server.register(auditRoutes, { audit: services.audit });

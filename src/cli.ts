@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { loadConfig } from './config.ts';
+import { type Config, loadConfig } from './config.ts';
 import { AppError } from './core/errors.ts';
 import { importLicenseFile } from './modules/licenses/import-file.ts';
 import { createServices, type Services } from './services.ts';
+import { backupSqlite, restoreSqlite } from './storage/backup.ts';
 import { openStore } from './storage/index.ts';
 import { toIso, toIsoOrNull } from './core/time.ts';
 import { cliPrincipal } from './core/principal.ts';
@@ -16,14 +17,16 @@ const USAGE = `Usage: npm run --silent cli -- <command>
   api-key revoke --email E --id KEY_ID
   import --email OWNER --file FILE [--format csv|json] [--dry-run]
       licenses with their keys and devices, from CSV or JSON (docs/migrating.md)
-Each command prints one JSON object on stdout.`;
+  backup --to FILE          a consistent copy of the SQLite store, also while the server runs
+  restore --from FILE       replaces the SQLite store with a backup (stop the server first)
+Each command prints one JSON object on stdout. PostgreSQL: pg_dump / pg_restore (docs/operations.md).`;
 
-type Options = { email?: string; password?: string; plan?: string; name?: string; id?: string; file?: string; format?: string; 'dry-run'?: boolean };
+type Options = { email?: string; password?: string; plan?: string; name?: string; id?: string; file?: string; format?: string; 'dry-run'?: boolean; to?: string; from?: string };
 
 /** A command's answer; `failed` makes the exit code 1 (the answer still goes to stdout). */
 type Answer = object & { failed?: boolean };
 
-function need(options: Options, name: 'email' | 'password' | 'plan' | 'id' | 'file'): string {
+function need(options: Options, name: 'email' | 'password' | 'plan' | 'id' | 'file' | 'to' | 'from'): string {
   const value = options[name];
   if (!value) throw new AppError('invalid_request', `--${name} is required.`);
   return value;
@@ -78,6 +81,23 @@ const commands: Record<string, (s: Services, o: Options) => Promise<Answer>> = {
   },
 };
 
+/** Commands on the SQLite file itself, run without opening the store (no migrations, no services). */
+const fileCommands: Record<string, (config: Config, o: Options) => Promise<object>> = {
+  backup: (config, o) => backupSqlite(sqliteDir(config), need(o, 'to')),
+  restore: (config, o) => restoreSqlite(sqliteDir(config), need(o, 'from')),
+};
+
+function sqliteDir(config: Config): string {
+  if (config.databaseUrl) throw new AppError('invalid_request', 'DATABASE_URL is set: back up PostgreSQL with pg_dump and restore with pg_restore (docs/operations.md).');
+  return config.dataDir;
+}
+
+function fail(error: unknown): number {
+  if (!(error instanceof AppError)) throw error;
+  process.stderr.write(`${JSON.stringify({ error: { code: error.code, message: error.message, issues: error.issues } })}\n`);
+  return 1;
+}
+
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
@@ -90,10 +110,22 @@ async function main(): Promise<number> {
       file: { type: 'string' },
       format: { type: 'string' },
       'dry-run': { type: 'boolean' },
+      to: { type: 'string' },
+      from: { type: 'string' },
     },
   });
   const name = positionals.join(' ');
-  const command = Object.hasOwn(commands, name) ? commands[name] : undefined; // never Object.prototype's
+  // Own properties only: never Object.prototype's (`cli -- toString`).
+  const fileCommand = Object.hasOwn(fileCommands, name) ? fileCommands[name] : undefined;
+  if (fileCommand) {
+    try {
+      process.stdout.write(`${JSON.stringify(await fileCommand(loadConfig(), values))}\n`);
+      return 0;
+    } catch (error) {
+      return fail(error);
+    }
+  }
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!command) {
     process.stderr.write(`${USAGE}\n`);
     return 2;
@@ -105,9 +137,7 @@ async function main(): Promise<number> {
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return failed ? 1 : 0;
   } catch (error) {
-    if (!(error instanceof AppError)) throw error;
-    process.stderr.write(`${JSON.stringify({ error: { code: error.code, message: error.message, issues: error.issues } })}\n`);
-    return 1;
+    return fail(error);
   } finally {
     await store.close();
   }

@@ -15,6 +15,10 @@ export interface RateLimitConfig {
   portalLinksAllClientsPerAddressPerHour: number;
   /** Portal access-link requests per hour per client address. */
   portalLinksPerClientPerHour: number;
+  /** REDIS_URL: counters in Redis, shared by every process; in memory when unset. */
+  redisUrl?: string;
+  /** Prefix of the counters' Redis keys (REDIS_KEY_PREFIX). */
+  redisKeyPrefix: string;
 }
 
 /**
@@ -74,6 +78,8 @@ export interface Config {
   auditRetentionDays: number;
   /** Outbox jobs (e-mails, webhook deliveries) in hand at once per process. */
   outboxConcurrency: number;
+  /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`. */
+  metricsToken?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -159,6 +165,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (smtpUrl && !/^smtps?:\/\/[^/?#]/.test(smtpUrl)) throw new Error('SMTP_URL must be an smtp:// or smtps:// URL');
   const stripeApiUrl = env.STRIPE_API_URL || undefined;
   if (stripeApiUrl && !/^https?:\/\/[^/?#]+\/?$/.test(stripeApiUrl)) throw new Error('STRIPE_API_URL must be an http(s) origin, e.g. https://api.stripe.com');
+  const redisUrl = env.REDIS_URL || undefined;
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new Error('REDIS_URL must be a redis:// or rediss:// URL');
   const rateLimitOff = (env.RATE_LIMIT ?? '').toLowerCase() === 'off';
   return {
     port,
@@ -188,6 +196,8 @@ export function loadConfig(env: Env = process.env): Config {
       portalLinksPerAddressPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_PER_ADDRESS_PER_HOUR', 5),
       portalLinksAllClientsPerAddressPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_ALL_CLIENTS_PER_ADDRESS_PER_HOUR', 50),
       portalLinksPerClientPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_PER_CLIENT_PER_HOUR', 20),
+      redisUrl,
+      redisKeyPrefix: env.REDIS_KEY_PREFIX || 'tessera:rl:',
     },
     webhooks: {
       allowPrivate: (env.WEBHOOK_ALLOW_PRIVATE ?? '').toLowerCase() === 'true',
@@ -198,5 +208,6 @@ export function loadConfig(env: Env = process.env): Config {
     },
     auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365),
     outboxConcurrency: int(env, 'OUTBOX_CONCURRENCY', 64),
+    metricsToken: env.METRICS_TOKEN || undefined,
   };
 }

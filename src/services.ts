@@ -7,6 +7,8 @@ import { SqlAuditRepository } from './modules/audit/repository.ts';
 import { AuditService } from './modules/audit/service.ts';
 import { SqlApiKeyRepository } from './modules/api-keys/repository.ts';
 import { ApiKeyService } from './modules/api-keys/service.ts';
+import { SqlIdempotencyRepository } from './modules/idempotency/repository.ts';
+import { IDEMPOTENCY_PURGE_BATCH, IdempotencyService } from './modules/idempotency/service.ts';
 import { SqlLicenseTokenRepository } from './modules/license-tokens/repository.ts';
 import { LicenseTokenService } from './modules/license-tokens/service.ts';
 import { SqlLicenseRepository } from './modules/licenses/repository.ts';
@@ -84,10 +86,15 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const webhooks = new WebhookService(webhookRepo, units, outbox, licenses, webhookSecrets, webhookSettings.allowPrivate, clock);
   events.subscribe((event, unit) => webhooks.onEvent(event, unit));
   jobConsumers[WEBHOOK_JOB] = new WebhookDeliverer(webhookRepo, units, new WebhookSender(webhookSettings), webhookSecrets, accounts, mail, outbox, clock);
+  const idempotency = new IdempotencyService(new SqlIdempotencyRepository(store), (work) => store.write(work), clock);
   /** Upkeep the outbox worker runs about hourly. */
   const housekeeping: Housekeeping[] = [
     (now) => audit.purge(now, (options.auditRetentionDays ?? 365) * DAY),
     (now) => webhooks.purge(now, webhookSettings.retentionDays * DAY),
+    async () => {
+      // A thousand at a time, until the expired keys are gone.
+      while ((await idempotency.purgeExpired()) === IDEMPOTENCY_PURGE_BATCH);
+    },
   ];
   const licenseTokens = new LicenseTokenService(new SqlLicenseTokenRepository(store), units, products, licenses, new SecretBox(secretKey, 'license-token-keys'), { clock });
   const productImages = new ProductImageService(new SqlProductImageRepository(store), units, products, accounts, clock);
@@ -101,7 +108,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
     new SecretBox(secretKey, 'payment-providers'),
     { baseUrl, onBackgroundError, clock, cliSecrets: options.stripeCliWebhookSecret ? { stripe: options.stripeCliWebhookSecret } : {} },
   );
-  return { store, clock, units, events, outbox, jobConsumers, housekeeping, audit, webhooks, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments };
+  return { store, clock, units, events, outbox, jobConsumers, housekeeping, audit, webhooks, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, idempotency };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -18,6 +18,8 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'headers_too_large'
+  | 'idempotency_key_in_use'
+  | 'idempotency_key_reused'
   | 'rate_limited'
   | 'internal_error'
   | 'service_unavailable'
@@ -44,8 +46,10 @@ const STATUS: Record<ErrorCode, number> = {
   not_found: 404,
   request_timeout: 408,
   price_already_mapped: 409,
+  idempotency_key_in_use: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  idempotency_key_reused: 422,
   headers_too_large: 431,
   rate_limited: 429,
   internal_error: 500,

@@ -69,6 +69,10 @@ export class PostgresStore implements Store {
     await this.pool.query('select 1');
   }
 
+  stats(): Record<string, number> {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount };
+  }
+
   async close(): Promise<void> {
     await this.db.destroy(); // ends the pool
   }

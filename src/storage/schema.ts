@@ -238,6 +238,18 @@ export interface AuditEventsTable {
   created_at: number;
 }
 
+/** Server-API idempotency keys (see http/idempotency.ts); a null status means still in flight. */
+export interface IdempotencyKeysTable {
+  account_id: string;
+  idem_key: string;
+  request_hash: string;
+  response_status: number | null;
+  response_type: string | null;
+  response_body: string | null;
+  locked_until: number;
+  expires_at: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -259,6 +271,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
   audit_events: AuditEventsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }
 
 export const bool = (value: boolean | number): boolean => value === true || value === 1;

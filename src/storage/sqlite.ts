@@ -287,6 +287,10 @@ export class SqliteStore implements Store {
     };
   }
 
+  stats(): Record<string, number> {
+    return { queued_units: this.queue.length };
+  }
+
   async ping(): Promise<void> {
     this.conn.prepare('select 1').get();
   }

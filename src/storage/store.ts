@@ -43,6 +43,8 @@ export interface Store {
   /** Row locks for read-check-write units: `FOR UPDATE` on PostgreSQL; SQLite's writer is exclusive anyway. */
   readonly lockRows: boolean;
   ping(): Promise<void>;
+  /** Connection-pool figures for metrics: PostgreSQL total/idle/waiting, SQLite units queued for the next batch. */
+  stats(): Record<string, number>;
   close(): Promise<void>;
 }
 

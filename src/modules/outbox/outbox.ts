@@ -156,4 +156,13 @@ export class Outbox {
   purgeDone(before: number): Promise<number> {
     return this.store.write((tx) => tx.run(this.store.db.deleteFrom('outbox').where('status', '=', 'done').where('done_at', '<', before)));
   }
+
+  /** Jobs not done yet, by kind and state (pending or dead): the backlog operators watch. */
+  async backlog(): Promise<{ kind: string; status: string; count: number }[]> {
+    const { db } = this.store;
+    const rows = await this.store.read.all(
+      db.selectFrom('outbox').select(['kind', 'status', (eb) => eb.fn.countAll<number | string>().as('count')]).where('status', '<>', 'done').groupBy(['kind', 'status']),
+    );
+    return rows.map((r) => ({ kind: r.kind, status: r.status, count: Number(r.count) }));
+  }
 }

@@ -28,7 +28,7 @@ export const publicApi: FastifyPluginAsync<PublicApiOptions> = async (app, { lic
   app.options('/public/*', { schema: { hide: true } }, corsPreflight);
   if (perClientPerMinute !== false) {
     // One counter per client and endpoint, as a per-route limit would keep (preflights are free).
-    const limit = app.rateLimit({ max: perClientPerMinute, timeWindow: MINUTE, keyGenerator: (req) => `${req.ip}|${req.routeOptions.url}` });
+    const limit = app.rateLimit({ max: perClientPerMinute, timeWindow: MINUTE, keyGenerator: (req) => `public|${req.ip}|${req.routeOptions.url}` });
     app.addHook('onRequest', async (req, reply) => {
       if (req.method !== 'OPTIONS') await limit.call(app, req, reply);
     });

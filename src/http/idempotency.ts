@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../core/errors.ts';
+import type { IdempotencyService } from '../modules/idempotency/service.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The Idempotency-Key this request claimed (set only while it holds the claim). */
+    idempotencyKey: string | null;
+  }
+}
+
+/** POST and PUT as the contract says, and PATCH: a retried update must not apply twice either. */
+const METHODS = new Set(['POST', 'PUT', 'PATCH']);
+const MAX_KEY_LENGTH = 255;
+
+function requestHash(req: FastifyRequest): string {
+  const hash = createHash('sha256').update(`${req.method} ${req.url}\n`);
+  const body = req.body;
+  if (Buffer.isBuffer(body) || typeof body === 'string') hash.update(body);
+  else if (body !== undefined && body !== null) hash.update(JSON.stringify(body));
+  return hash.digest('base64url');
+}
+
+function keyOf(req: FastifyRequest): string | undefined {
+  const header = req.headers['idempotency-key'];
+  if (header === undefined) return undefined;
+  if (typeof header !== 'string' || header.length < 1 || header.length > MAX_KEY_LENGTH) {
+    throw new AppError('invalid_request', 'The request is invalid.', [{ path: 'headers.idempotency-key', message: `must be 1 to ${MAX_KEY_LENGTH} characters` }]);
+  }
+  return header;
+}
+
+/**
+ * `Idempotency-Key` on the server API (register in its scope, after authentication). The claim
+ * is taken after the body is validated, so a request refused before it runs (auth, rate limit,
+ * validation) stores nothing, as Stripe does. The first answer is stored in the database (every
+ * process sees it) and replayed with `Idempotent-Replayed: true`; a 5xx releases the key so the
+ * client's retry runs, while 4xx answers are stored and replayed like successes.
+ */
+export function registerIdempotency(app: FastifyInstance, idempotency: IdempotencyService): void {
+  app.decorateRequest('idempotencyKey', null);
+
+  app.addHook('preHandler', (req, reply, done) => {
+    if (!METHODS.has(req.method) || req.headers['idempotency-key'] === undefined) return done();
+    // A replayed answer is already sent: the chain stops there (no done(), as Fastify asks).
+    claim(req, reply).then((replayed) => replayed || done(), done);
+  });
+
+  /** Claims the request's key, or replays the stored answer (true), or throws 409 / 422. */
+  async function claim(req: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+    const key = keyOf(req)!;
+    const accountId = req.principal.accountId;
+    const result = await idempotency.claim(accountId, key, requestHash(req));
+    switch (result.outcome) {
+      case 'claimed':
+        req.idempotencyKey = key;
+        return false;
+      case 'in_use':
+        throw new AppError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry later.');
+      case 'reused':
+        throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used with another request.');
+      case 'replay': {
+        const { status, contentType, body } = result.response;
+        void reply.code(status).header('idempotent-replayed', 'true');
+        if (contentType) void reply.type(contentType);
+        void reply.send(body);
+        return true;
+      }
+    }
+  }
+
+  app.addHook('onSend', async (req, reply, payload) => {
+    const key = req.idempotencyKey;
+    if (key === null) return payload;
+    req.idempotencyKey = null;
+    await settle(req.log, req.principal.accountId, key, reply, payload);
+    return payload;
+  });
+
+  async function settle(log: FastifyBaseLogger, accountId: string, key: string, reply: FastifyReply, payload: unknown): Promise<void> {
+    const storable = typeof payload === 'string' || Buffer.isBuffer(payload) || payload === null || payload === undefined;
+    try {
+      if (reply.statusCode >= 500 || !storable) return await idempotency.release(accountId, key);
+      const contentType = reply.getHeader('content-type');
+      await idempotency.complete(accountId, key, {
+        status: reply.statusCode,
+        contentType: typeof contentType === 'string' ? contentType : null,
+        body: payload === null || payload === undefined ? '' : String(payload),
+      });
+    } catch (error) {
+      // The answer goes out anyway; the claim runs out with its lease (a retry then runs).
+      log.error({ err: error }, 'could not store the idempotent answer');
+    }
+  }
+}

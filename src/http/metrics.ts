@@ -1,0 +1,114 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { AppError } from '../core/errors.ts';
+import type { Outbox } from '../modules/outbox/outbox.ts';
+import type { Store } from '../storage/index.ts';
+import { toAppError } from './errors.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The error code a failed request answered with (activation outcomes). */
+    errorCode: string | null;
+  }
+}
+
+/** Activation routes (route patterns) and the API each belongs to. */
+const ACTIVATION_ROUTES = new Map([
+  ['/api/v1/public/licenses/activate', 'public'],
+  ['/api/v1/licenses/activate', 'server'],
+]);
+
+type Observer = ReturnType<Histogram<string>['labels']>;
+
+/**
+ * The service's Prometheus metrics, one registry per app: requests by route pattern and status
+ * with durations, activation outcomes, the outbox backlog, the store's pool, rate-limit
+ * fallbacks, and the process metrics prom-client collects.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests = new Histogram({
+    name: 'tessera_http_request_duration_seconds',
+    help: 'HTTP requests by method, route pattern and status, with their duration.',
+    labelNames: ['method', 'route', 'status'],
+    // Few buckets: a histogram series per bucket, route and status.
+    buckets: [0.005, 0.025, 0.1, 0.5, 2.5],
+    registers: [this.registry],
+  });
+  readonly activations = new Counter({
+    name: 'tessera_activations_total',
+    help: 'Device activations by API and outcome (activated, or the error code).',
+    labelNames: ['api', 'outcome'],
+    registers: [this.registry],
+  });
+  readonly rateLimitFallbacks = new Counter({
+    name: 'tessera_rate_limit_fallback_total',
+    help: 'Requests whose rate limit was counted in memory because Redis could not be reached.',
+    registers: [this.registry],
+  });
+  /** route → status → observer: label hashing once per series, not per request. */
+  private readonly observers = new Map<string, Map<number, Observer>>();
+
+  constructor(sources: { store: Store; outbox: Outbox }) {
+    collectDefaultMetrics({ register: this.registry });
+    new Gauge({
+      name: 'tessera_store_pool',
+      help: 'Store pool: PostgreSQL connections (total, idle, waiting clients); SQLite units queued for the next write batch.',
+      labelNames: ['state'],
+      registers: [this.registry],
+      collect() {
+        for (const [state, value] of Object.entries(sources.store.stats())) this.set({ state }, value);
+      },
+    });
+    new Gauge({
+      name: 'tessera_outbox_jobs',
+      help: 'Outbox jobs not done, by kind and state (pending, dead).',
+      labelNames: ['kind', 'status'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const { kind, status, count } of await sources.outbox.backlog()) this.set({ kind, status }, count);
+      },
+    });
+  }
+
+  observe(req: FastifyRequest, reply: FastifyReply): void {
+    const route = req.routeOptions.url;
+    const key = route === undefined ? `${req.method} unmatched` : `${req.method} ${route}`;
+    let byStatus = this.observers.get(key);
+    if (!byStatus) this.observers.set(key, (byStatus = new Map()));
+    const status = reply.statusCode;
+    let observer = byStatus.get(status);
+    if (!observer) byStatus.set(status, (observer = this.requests.labels(req.method, route ?? 'unmatched', String(status))));
+    observer.observe(reply.elapsedTime / 1000);
+    const api = route === undefined ? undefined : ACTIVATION_ROUTES.get(route);
+    if (api) this.activations.inc({ api, outcome: status === 200 ? 'activated' : (req.errorCode ?? String(status)) });
+  }
+}
+
+const digest = (value: string) => createHash('sha256').update(value).digest();
+
+/** Records every request and serves `GET /metrics` (behind `Authorization: Bearer METRICS_TOKEN` when set). */
+export function registerMetrics(app: FastifyInstance, metrics: Metrics, token: string | undefined): void {
+  app.decorateRequest('errorCode', null);
+  app.addHook('onError', (req, _reply, error, done) => {
+    req.errorCode = toAppError(error).code;
+    done();
+  });
+  app.addHook('onResponse', (req, reply, done) => {
+    metrics.observe(req, reply);
+    done();
+  });
+
+  const expected = token === undefined ? undefined : digest(token);
+  app.get('/metrics', { schema: { hide: true } }, async (req, reply) => {
+    if (expected) {
+      const header = req.headers.authorization;
+      if (!header?.startsWith('Bearer ')) throw new AppError('missing_api_key', 'Send Authorization: Bearer <METRICS_TOKEN>.');
+      // Digests of equal length: the comparison takes the same time whatever was sent.
+      if (!timingSafeEqual(digest(header.slice(7)), expected)) throw new AppError('invalid_api_key', 'The metrics token is not valid.');
+    }
+    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+}

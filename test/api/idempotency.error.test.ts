@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto';
+import { expect, it } from 'vitest';
+import { call, createProduct, createTenant, useTestApp } from '../support/app.ts';
+import { forEachStore } from '../support/stores.ts';
+
+forEachStore('Idempotency-Key errors', (kind) => {
+  const ctx = useTestApp(kind);
+  const licensesOf = (userId: string) => ctx.store.read.all(ctx.store.db.selectFrom('licenses').select('key').where('user_id', '=', userId));
+
+  it('the same key with another body is 422 idempotency_key_reused, and nothing is created', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    const headers = { ...t.auth, 'idempotency-key': randomUUID() };
+    expect((await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 1 } })).status).toBe(200);
+    const other = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 2 } });
+    expect(other.status).toBe(422);
+    expect(other.body.error.code).toBe('idempotency_key_reused');
+    // Another endpoint with the same key is another request too.
+    const otherPath = await call(ctx, { method: 'POST', url: '/api/v1/products', headers, json: { name: 'Other' } });
+    expect(otherPath.body.error?.code).toBe('idempotency_key_reused');
+    expect(await licensesOf(t.userId)).toHaveLength(1);
+  });
+
+  it('a key still being worked on is 409 idempotency_key_in_use', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    const headers = { ...t.auth, 'idempotency-key': 'slow' };
+    const create = ctx.services.licenses.create;
+    let release!: () => void;
+    let entered!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const inside = new Promise<void>((r) => (entered = r));
+    ctx.services.licenses.create = async (...args) => {
+      entered();
+      await held;
+      return create.apply(ctx.services.licenses, args);
+    };
+    try {
+      const first = call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 1 } });
+      await inside;
+      const second = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 1 } });
+      expect(second.status).toBe(409);
+      expect(second.body.error.code).toBe('idempotency_key_in_use');
+      release();
+      expect((await first).status).toBe(200);
+    } finally {
+      ctx.services.licenses.create = create;
+    }
+    expect(await licensesOf(t.userId)).toHaveLength(1);
+  });
+
+  it('refuses an empty or over-long key with a 400 and stores nothing', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    for (const key of ['', 'k'.repeat(256)]) {
+      const res = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers: { ...t.auth, 'idempotency-key': key }, json: { productId: p.id, type: 'perpetual', maxDevices: 1 } });
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe('invalid_request');
+      expect(res.body.error.issues).toEqual([{ path: 'headers.idempotency-key', message: 'must be 1 to 255 characters' }]);
+    }
+    const ok = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers: { ...t.auth, 'idempotency-key': 'k'.repeat(255) }, json: { productId: p.id, type: 'perpetual', maxDevices: 1 } });
+    expect(ok.status).toBe(200);
+    expect(await licensesOf(t.userId)).toHaveLength(1);
+  });
+
+  it('a request refused by validation stores no answer: the corrected request with the same key runs', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    const headers = { ...t.auth, 'idempotency-key': 'fix-me' };
+    expect((await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 'x' } })).status).toBe(400);
+    expect((await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 1 } })).status).toBe(200);
+  });
+});

@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import { expect, it } from 'vitest';
+import { IdempotencyService } from '../../src/modules/idempotency/service.ts';
+import { SqlIdempotencyRepository } from '../../src/modules/idempotency/repository.ts';
+import { call, createProduct, createTenant, useTestApp } from '../support/app.ts';
+import { forEachStore } from '../support/stores.ts';
+
+forEachStore('Idempotency-Key', (kind) => {
+  const ctx = useTestApp(kind);
+  const licensesOf = (userId: string) => ctx.store.read.all(ctx.store.db.selectFrom('licenses').select('key').where('user_id', '=', userId));
+
+  it('replays the first answer of a license creation (same status, body, type) and creates nothing again', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    const headers = { ...t.auth, 'idempotency-key': randomUUID() };
+    const first = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 3 } });
+    expect(first.status).toBe(200);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    const again = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 3 } });
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.headers['content-type']).toBe(first.headers['content-type']);
+    expect(again.raw.body).toBe(first.raw.body);
+    expect(await licensesOf(t.userId)).toEqual([{ key: first.body.key }]);
+  });
+
+  it('replays a 4xx answer too (the request ran and was refused)', async () => {
+    const t = await createTenant(ctx);
+    const headers = { ...t.auth, 'idempotency-key': 'k-404' };
+    const json = { productId: 'prod_missing', type: 'perpetual', maxDevices: 1 };
+    const first = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json });
+    expect(first.status).toBe(404);
+    const again = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json });
+    expect(again.status).toBe(404);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(first.body);
+  });
+
+  it('keys are per account: another account with the same key runs its own request', async () => {
+    const [a, b] = [await createTenant(ctx), await createTenant(ctx)];
+    const [pa, pb] = [await createProduct(ctx, a), await createProduct(ctx, b)];
+    const key = { 'idempotency-key': 'shared-key' };
+    const ra = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers: { ...a.auth, ...key }, json: { productId: pa.id, type: 'perpetual', maxDevices: 1 } });
+    const rb = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers: { ...b.auth, ...key }, json: { productId: pb.id, type: 'perpetual', maxDevices: 1 } });
+    expect([ra.status, rb.status]).toEqual([200, 200]);
+    expect(rb.headers['idempotent-replayed']).toBeUndefined();
+    expect(rb.body.key).not.toBe(ra.body.key);
+  });
+
+  it('covers PUT and PATCH, and requests without a key are not affected', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    const patch = (name: string) =>
+      call(ctx, { method: 'PATCH', url: `/api/v1/products/${p.id}`, headers: { ...t.auth, 'idempotency-key': 'rename' }, json: { name } });
+    expect((await patch('Renamed')).body.name).toBe('Renamed');
+    expect((await patch('Renamed')).headers['idempotent-replayed']).toBe('true');
+    const noKey = await call(ctx, { method: 'POST', url: '/api/v1/products', headers: t.auth, json: { name: 'x' } });
+    const noKey2 = await call(ctx, { method: 'POST', url: '/api/v1/products', headers: t.auth, json: { name: 'x' } });
+    expect(noKey2.body.id).not.toBe(noKey.body.id);
+  });
+
+  it('releases the key when the request fails with a 5xx, so the retry runs', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    const headers = { ...t.auth, 'idempotency-key': 'retry-after-500' };
+    const create = ctx.services.licenses.create;
+    ctx.services.licenses.create = async () => {
+      throw new Error('store went away');
+    };
+    try {
+      expect((await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 1 } })).status).toBe(500);
+    } finally {
+      ctx.services.licenses.create = create;
+    }
+    const retry = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 1 } });
+    expect(retry.status).toBe(200);
+    expect(retry.headers['idempotent-replayed']).toBeUndefined();
+    expect(await licensesOf(t.userId)).toHaveLength(1);
+  });
+
+  it('expires keys after 24 hours (a later request runs anew) and purges them; a dead claim is taken over after its lease', async () => {
+    const t = await createTenant(ctx);
+    let now = 1_800_000_000_000;
+    const service = new IdempotencyService(new SqlIdempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now);
+    expect(await service.claim(t.userId, 'k', 'h1')).toEqual({ outcome: 'claimed' });
+    expect(await service.claim(t.userId, 'k', 'h1')).toEqual({ outcome: 'in_use' });
+    now += 5 * 60_000; // the first holder died: its lease ran out
+    expect(await service.claim(t.userId, 'k', 'h1')).toEqual({ outcome: 'claimed' });
+    await service.complete(t.userId, 'k', { status: 200, contentType: 'application/json', body: '{}' });
+    now += 24 * 60 * 60_000 - 1;
+    expect(await service.claim(t.userId, 'k', 'h2')).toEqual({ outcome: 'reused' });
+    now += 1;
+    expect(await service.claim(t.userId, 'k', 'h2')).toEqual({ outcome: 'claimed' });
+    await service.claim(t.userId, 'other', 'h');
+    now += 24 * 60 * 60_000;
+    // Other suites' keys (real clock) expire too at this time: at least this account's two go.
+    expect(await service.purgeExpired()).toBeGreaterThanOrEqual(2);
+    expect(await ctx.store.read.all(ctx.store.db.selectFrom('idempotency_keys').selectAll().where('account_id', '=', t.userId))).toEqual([]);
+  });
+});

@@ -1,0 +1,139 @@
+import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createServices } from '../../src/services.ts';
+import type { Store } from '../../src/storage/index.ts';
+import { ownRedis, SHARED_REDIS_URL, uniquePrefix, type OwnRedis } from '../support/redis.ts';
+import { createTestDatabase, type TestDatabase } from '../support/stores.ts';
+import { waitFor } from '../support/wait.ts';
+
+const validate = (app: FastifyInstance) =>
+  app.inject({ method: 'POST', url: '/api/v1/public/licenses/validate', payload: { licenseKey: 'AAAAA-BBBBB-CCCCC-DDDDD-EEEEE', productId: 'p_x' } });
+
+/** Apps on one database with their own settings (each a separate process in production). */
+function useApps(env: () => Record<string, string>, logStream?: NodeJS.WritableStream) {
+  const apps: FastifyInstance[] = [];
+  let database: TestDatabase;
+  let store: Store;
+  beforeAll(async () => {
+    database = await createTestDatabase('sqlite');
+    store = await database.open();
+  });
+  afterAll(async () => {
+    for (const app of apps) await app.close();
+    await store.close();
+    await database.drop();
+  });
+  return async () => {
+    const config = loadConfig({ ...database.env, RATE_LIMIT: 'on', RATE_LIMIT_PUBLIC_PER_MINUTE: '4', ...env() });
+    const app = await buildApp({ config, services: createServices(store, config.secretKey), logger: logStream !== undefined, logStream });
+    apps.push(app);
+    await app.ready();
+    return app;
+  };
+}
+
+describe('rate limits in memory', () => {
+  const newApp = useApps(() => ({}));
+
+  it('every limited answer carries RateLimit-Limit, -Remaining and -Reset; the 429 also Retry-After', async () => {
+    const app = await newApp();
+    const first = await validate(app);
+    expect(first.statusCode).toBe(400);
+    expect(first.headers).toMatchObject({ 'ratelimit-limit': '4', 'ratelimit-remaining': '3', 'ratelimit-reset': '60' });
+    for (let i = 0; i < 3; i++) await validate(app);
+    const limited = await validate(app);
+    expect(limited.statusCode).toBe(429);
+    expect(limited.json().error.code).toBe('rate_limited');
+    expect(limited.headers).toMatchObject({ 'ratelimit-limit': '4', 'ratelimit-remaining': '0' });
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+  });
+});
+
+describe('rate limits through Redis', () => {
+  const prefix = uniquePrefix('rate-limit');
+  const newApp = useApps(() => ({ REDIS_URL: SHARED_REDIS_URL, REDIS_KEY_PREFIX: prefix }));
+  const redis = new Redis(SHARED_REDIS_URL);
+  afterAll(async () => {
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  });
+
+  it('two app instances share one limit', async () => {
+    const [a, b] = [await newApp(), await newApp()];
+    expect((await validate(a)).headers['ratelimit-remaining']).toBe('3');
+    expect((await validate(b)).headers['ratelimit-remaining']).toBe('2');
+    expect((await validate(a)).headers['ratelimit-remaining']).toBe('1');
+    expect((await validate(b)).statusCode).toBe(400);
+    expect((await validate(a)).statusCode).toBe(429);
+    expect((await validate(b)).statusCode).toBe(429);
+    expect(await redis.keys(`${prefix}*`)).toEqual([`${prefix}public|127.0.0.1|/api/v1/public/licenses/validate`]);
+  });
+
+  it('portal limits (route config) are counted in Redis too, under their route', async () => {
+    const app = await newApp();
+    const res = await app.inject({ method: 'GET', url: '/portal/request' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['ratelimit-limit']).toBeDefined();
+    expect((await redis.keys(`${prefix}GET/portal/request-*`)).length).toBe(1);
+  });
+});
+
+describe('rate limits when Redis goes away', () => {
+  let server: OwnRedis;
+  const prefix = uniquePrefix('outage');
+  let logs = '';
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      logs += String(chunk);
+      done();
+    },
+  });
+  const newApp = useApps(() => ({ REDIS_URL: server.url, REDIS_KEY_PREFIX: prefix, RATE_LIMIT_PUBLIC_PER_MINUTE: '1000', LOG_LEVEL: 'info' }), logStream);
+  const logged = (text: string) => logs.split('\n').filter((line) => line.includes(text)).length;
+  beforeAll(async () => {
+    server = await ownRedis();
+    await server.start();
+  });
+  afterAll(async () => server.kill());
+
+  const fallbacks = async (app: FastifyInstance) => {
+    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    return Number(/^tessera_rate_limit_fallback_total (\d+)/m.exec(text)?.[1]);
+  };
+
+  it('keeps serving (no 5xx) while Redis is down, counts in memory, and resumes in Redis when it is back', async () => {
+    const app = await newApp();
+    const remaining = async () => Number((await validate(app)).headers['ratelimit-remaining']);
+    await waitFor(async () => (await remaining()) < 999, { message: 'counting in Redis' });
+    expect(await fallbacks(app)).toBe(0);
+
+    await server.kill();
+    const during = await Promise.all(Array.from({ length: 20 }, () => validate(app)));
+    expect(during.map((r) => r.statusCode)).toEqual(Array(20).fill(400));
+    expect(during.every((r) => r.headers['ratelimit-limit'] === '1000')).toBe(true);
+    expect(await fallbacks(app)).toBeGreaterThanOrEqual(20);
+
+    await server.start();
+    const probe = new Redis(server.url);
+    try {
+      // Back in Redis: the counter lives there again (the restarted server began empty).
+      await waitFor(async () => (await validate(app)).statusCode === 400 && (await probe.keys(`${prefix}*`)).length === 1, {
+        timeoutMs: 10_000,
+        message: 'counting in Redis again',
+      });
+      const before = await fallbacks(app);
+      expect((await validate(app)).statusCode).toBe(400);
+      expect(await fallbacks(app)).toBe(before);
+      // One warning for the whole outage (however many requests and reconnection attempts), one line when it ended.
+      expect(logged('Redis is unreachable')).toBe(1);
+      expect(logged('Redis is reachable again')).toBe(1);
+    } finally {
+      probe.disconnect();
+    }
+  });
+});

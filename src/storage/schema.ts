@@ -126,6 +126,32 @@ export interface ProductImagesTable {
   updated_at: number;
 }
 
+/** Dashboard sessions (migration 006): only the SHA-256 of the cookie's value is stored; `id` is the session's non-secret name. */
+export interface DashboardSessionsTable {
+  id: string;
+  token_hash: string;
+  user_id: string;
+  created_at: number;
+  last_seen_at: number;
+}
+
+/** Single-use password-reset links (migration 006), by the SHA-256 of the link's token. */
+export interface DashboardPasswordResetsTable {
+  token_hash: string;
+  user_id: string;
+  expires_at: number;
+  created_at: number;
+}
+
+/** Activations and validations per product and UTC day (days since the epoch), flushed from memory (migration 006). */
+export interface ActivityDailyTable {
+  product_id: string;
+  day: number;
+  user_id: string;
+  activations: number;
+  validations: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -138,6 +164,9 @@ export interface Database {
   portal_device_resets: PortalDeviceResetsTable;
   product_images: ProductImagesTable;
   license_token_configs: LicenseTokenConfigsTable;
+  dashboard_sessions: DashboardSessionsTable;
+  dashboard_password_resets: DashboardPasswordResetsTable;
+  activity_daily: ActivityDailyTable;
 }
 
 export const bool = (value: boolean | number): boolean => value === true || value === 1;

@@ -3,6 +3,7 @@ import * as m001 from './001_core.ts';
 import * as m002LicenseTokens from './002_license_tokens.ts';
 import * as m003PortalMail from './003_portal_mail.ts';
 import * as m004Outbox from './004_outbox.ts';
+import * as m006Dashboard from './006_dashboard.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -14,6 +15,7 @@ export const migrations: Record<string, Migration> = {
   '002_license_tokens': m002LicenseTokens,
   '003_portal_mail': m003PortalMail,
   '004_outbox': m004Outbox,
+  '006_dashboard': m006Dashboard,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -8,7 +8,8 @@ import { Email, errorResponses } from '../../http/schema-helpers.ts';
 import { formatDate } from '../mail/format.ts';
 import { PORTAL_CSS, PORTAL_JS } from './assets.ts';
 import { cookie as webCookie, readCookie } from '../../http/web/cookies.ts';
-import { Csrf } from '../../http/web/csrf.ts';
+import type { Csrf } from '../../http/web/csrf.ts';
+import { CsrfCookie } from '../../http/web/csrf-cookie.ts';
 import { sendPage as send, webPages } from '../../http/web/pages.ts';
 import { invalidLinkPage, messagePage, type Notice, portalPage, requestPage } from './pages.ts';
 import type { PortalService, TokenRecord } from './service.ts';
@@ -74,17 +75,8 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
   const limit = (max: number, timeWindow: number) => (limits.enabled ? { rateLimit: { max, timeWindow } } : {}) as LimitConfig;
   const pageLimit = limit(limits.perClientPerMinute, MINUTE);
 
-  /** The browser's CSRF cookie value, set on first sight. */
-  function browserValue(req: FastifyRequest, reply: FastifyReply): string {
-    let value = readCookie(req.headers.cookie, CSRF_COOKIE);
-    if (!value) {
-      value = Csrf.newBrowserValue();
-      void reply.header('set-cookie', cookie(CSRF_COOKIE, value, { secure: secureCookies }));
-    }
-    return value;
-  }
-
-  const csrfValid = (req: FastifyRequest, token: string | undefined) => csrf.verify(readCookie(req.headers.cookie, CSRF_COOKIE), token);
+  const csrfCookie = new CsrfCookie(csrf, CSRF_COOKIE, { path: '/portal', secure: secureCookies });
+  const csrfValid = (req: FastifyRequest, token: string | undefined) => csrfCookie.verify(req, token);
 
   const csrfRefused = (reply: FastifyReply, back: string) =>
     send(
@@ -101,7 +93,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
 
   async function renderPortal(req: FastifyRequest, reply: FastifyReply, status: number, session: TokenRecord, notice?: Notice) {
     const licenses = await portal.licenses(session);
-    return send(reply, status, portalPage({ email: session.email, licenses, csrf: csrf.token(browserValue(req, reply)), notice, expiresAt: session.expiresAt }));
+    return send(reply, status, portalPage({ email: session.email, licenses, csrf: csrfCookie.token(req, reply), notice, expiresAt: session.expiresAt }));
   }
 
   const sessionEnded = (reply: FastifyReply) => reply.redirect('/portal/request?notice=session-ended', 303);
@@ -114,7 +106,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
   );
 
   app.get('/portal/request', { config: pageLimit, schema: { hide: true, querystring: RequestQuery } }, async (req, reply) => {
-    const page = requestPage({ email: req.query.email ?? '', csrf: csrf.token(browserValue(req, reply)), notice: NOTICES.get(req.query.notice) });
+    const page = requestPage({ email: req.query.email ?? '', csrf: csrfCookie.token(req, reply), notice: NOTICES.get(req.query.notice) });
     return send(reply, 200, page);
   });
 
@@ -125,7 +117,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
       if (!csrfValid(req, req.body.csrf)) return csrfRefused(reply, `/portal/request`);
       const email = req.body.email.trim();
       const again = (status: number, extra: { notice?: Notice; error?: string }) =>
-        send(reply, status, requestPage({ email, csrf: csrf.token(browserValue(req, reply)), ...extra }));
+        send(reply, status, requestPage({ email, csrf: csrfCookie.token(req, reply), ...extra }));
       let outcome: Awaited<ReturnType<PortalService['requestLink']>>;
       try {
         outcome = await portal.requestLink(email, limits.enabled ? limits.linksPerAddressPerHour : null);

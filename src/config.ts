@@ -12,6 +12,12 @@ export interface RateLimitConfig {
   portalLinksPerAddressPerHour: number;
   /** Portal access-link requests per hour per client address. */
   portalLinksPerClientPerHour: number;
+  /** Dashboard log-in (and password-reset) attempts per 15 minutes per e-mail address. */
+  dashboardLoginsPerAddress: number;
+  /** Dashboard log-in (and password-reset) attempts per 15 minutes per client address. */
+  dashboardLoginsPerClient: number;
+  /** Dashboard page requests per minute per client address. */
+  dashboardPerMinute: number;
 }
 
 export interface Config {
@@ -28,6 +34,8 @@ export interface Config {
   logLevel: string;
   trustProxy: boolean;
   rateLimit: RateLimitConfig;
+  /** `open`: anyone may create a dashboard account at /dashboard/signup; `closed` (default): the first-run setup and the CLI only. */
+  signup: 'open' | 'closed';
 }
 
 type Env = Record<string, string | undefined>;
@@ -67,6 +75,8 @@ export function loadConfig(env: Env = process.env): Config {
   const smtpUrl = env.SMTP_URL || undefined;
   if (smtpUrl && !/^smtps?:\/\/[^/?#]/.test(smtpUrl)) throw new Error('SMTP_URL must be an smtp:// or smtps:// URL');
   const rateLimitOff = (env.RATE_LIMIT ?? '').toLowerCase() === 'off';
+  const signup = (env.SIGNUP || 'closed').toLowerCase();
+  if (signup !== 'open' && signup !== 'closed') throw new Error(`SIGNUP must be "open" or "closed", got "${env.SIGNUP}"`);
   return {
     port,
     host,
@@ -85,6 +95,10 @@ export function loadConfig(env: Env = process.env): Config {
       serverPerMinute: int(env, 'RATE_LIMIT_SERVER_PER_MINUTE', 6000),
       portalLinksPerAddressPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_PER_ADDRESS_PER_HOUR', 5),
       portalLinksPerClientPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_PER_CLIENT_PER_HOUR', 20),
+      dashboardLoginsPerAddress: int(env, 'RATE_LIMIT_DASHBOARD_LOGINS_PER_ADDRESS', 10),
+      dashboardLoginsPerClient: int(env, 'RATE_LIMIT_DASHBOARD_LOGINS_PER_CLIENT', 30),
+      dashboardPerMinute: int(env, 'RATE_LIMIT_DASHBOARD_PER_MINUTE', 600),
     },
+    signup,
   };
 }

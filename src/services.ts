@@ -2,6 +2,10 @@ import { SecretBox } from './core/secret-box.ts';
 import { EventBus } from './core/unit-of-work.ts';
 import { SqlAccountRepository } from './modules/accounts/repository.ts';
 import { AccountService } from './modules/accounts/service.ts';
+import { SqlActivityRepository } from './modules/activity/repository.ts';
+import { ActivityService } from './modules/activity/service.ts';
+import { SqlDashboardRepository } from './modules/dashboard/repository.ts';
+import { DashboardAuthService } from './modules/dashboard/service.ts';
 import { SqlApiKeyRepository } from './modules/api-keys/repository.ts';
 import { ApiKeyService } from './modules/api-keys/service.ts';
 import { SqlLicenseTokenRepository } from './modules/license-tokens/repository.ts';
@@ -56,7 +60,9 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const licenseTokens = new LicenseTokenService(new SqlLicenseTokenRepository(store), units, products, licenses, new SecretBox(secretKey, 'license-token-keys'), { clock });
   const productImages = new ProductImageService(new SqlProductImageRepository(store), units, products, accounts, clock);
   const portal = new PortalService(new SqlPortalRepository(store), units, mail, licenses, baseUrl, clock);
-  return { store, clock, units, events, outbox, jobConsumers, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal };
+  const dashboard = new DashboardAuthService(new SqlDashboardRepository(store), units, accounts, mail, baseUrl, clock);
+  const activity = new ActivityService(new SqlActivityRepository(store), units, clock);
+  return { store, clock, units, events, outbox, jobConsumers, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, dashboard, activity };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -9,15 +9,22 @@ export interface TokenIssuer {
   issueForActivation(activation: Activation): Promise<string | undefined>;
 }
 
+/** Counts successful activations and validations (the dashboard's activity): an in-memory increment, no I/O. */
+export interface ActivityCounter {
+  activated(accountId: string, productId: string): void;
+  validated(accountId: string, productId: string): void;
+}
+
 export interface PublicRoutesOptions {
   licenses: LicenseService;
   tokens?: TokenIssuer;
+  activity?: ActivityCounter;
 }
 
 const tags = ['Public'];
 
 /** Public API, called from client apps: no API key, the license key travels in the body. */
-export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = async (app, { licenses, tokens }) => {
+export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = async (app, { licenses, tokens, activity }) => {
 
   app.post(
     '/public/licenses/activate',
@@ -32,6 +39,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = asyn
     async (req) => {
       const { licenseKey, deviceIdentifier, deviceName, productId } = req.body;
       const activation = await licenses.publicActivate(licenseKey, productId, { identifier: deviceIdentifier, name: deviceName });
+      activity?.activated(activation.license.userId, activation.license.productId);
       const token = tokens ? await tokens.issueForActivation(activation) : undefined;
       return {
         isValid: true,
@@ -58,6 +66,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = asyn
       const { licenseKey, deviceIdentifier, productId } = req.body;
       const result = await licenses.publicValidate(licenseKey, productId, deviceIdentifier);
       if (!result.isValid) return { isValid: false, status: null, device: null, license: null, reason: result.reason };
+      activity?.validated(result.license.userId, result.license.productId);
       return { isValid: true, status: result.status, device: deviceView(result.device), license: publicLicenseView(result.license) };
     },
   );

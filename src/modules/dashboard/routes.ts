@@ -1,6 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { normalizeEmail } from '../../core/email.ts';
+import { AppError } from '../../core/errors.ts';
 import { cookie, readCookie } from '../../http/web/cookies.ts';
 import { CsrfCookie } from '../../http/web/csrf-cookie.ts';
 import type { Csrf } from '../../http/web/csrf.ts';
@@ -84,15 +85,25 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
   // Two counters on the sign-in forms, both kept by @fastify/rate-limit (so in Redis when it is):
   // per client on the request, per address once the body is parsed.
   const loginLimit = (limits.enabled ? { rateLimit: { max: limits.loginsPerClient, timeWindow: loginWindow } } : {}) as LimitConfig;
-  const addressLimit = limits.enabled
-    ? [
-        app.rateLimit({
-          max: limits.loginsPerAddress,
-          timeWindow: loginWindow,
-          keyGenerator: (req) => `dashboard-login:${normalizeEmail(String((req.body as FormBody | undefined)?.email ?? ''))}`,
-        }),
-      ]
-    : [];
+  // The plugin runs one route limit per request, so the address counter is asked directly (createRateLimit:
+  // the plugin's store, Redis when it is), once the body is parsed.
+  const perAddress = limits.enabled
+    ? app.createRateLimit({
+        max: limits.loginsPerAddress,
+        timeWindow: loginWindow,
+        keyGenerator: (req) => `dashboard-login:${normalizeEmail(String((req.body as FormBody | undefined)?.email ?? ''))}`,
+      })
+    : undefined;
+  const addressLimit = async (req: FastifyRequest, reply: FastifyReply) => {
+    const result = perAddress && (await perAddress(req));
+    if (!result || result.isAllowed || !result.isExceeded) return;
+    void reply
+      .header('ratelimit-limit', String(result.max))
+      .header('ratelimit-remaining', '0')
+      .header('ratelimit-reset', String(result.ttlInSeconds))
+      .header('retry-after', String(result.ttlInSeconds));
+    throw new AppError('rate_limited', 'Too many attempts for this address.');
+  };
 
   const refused = (reply: FastifyReply, back: string) =>
     send(reply, 403, messagePage({ title: 'This form has expired', text: 'For your security the form could not be accepted. Go back, reload the page and try again.', action: { text: 'Reload', href: back } }));

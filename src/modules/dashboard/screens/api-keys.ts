@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { notFound } from '../../../core/errors.ts';
 import { html, type SafeHtml } from '../../../http/html.ts';
 import { fieldErrors, parseWith, text } from '../forms.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen, type ScreenOptions } from '../screen.ts';
@@ -72,7 +73,7 @@ export const apiKeysScreen: Screen = {
     app.post<{ Params: { id: string } }>(`${SECTION}/:id/revoke`, async (req, reply) => {
       const { principal } = req.dashboard;
       const key = (await services.apiKeys.list(principal)).find((k) => k.id === req.params.id && k.revokedAt === null);
-      if (!key) return redirectWith(reply, SECTION, 'key-revoked');
+      if (!key) throw notFound('API key');
       if (!confirmed(req)) {
         return askFirst(req, reply, {
           section: SECTION,

@@ -15,6 +15,9 @@ main.narrow { max-width: 460px; }
 .crumbs { font-size: 14px; margin: 0 0 6px; color: var(--muted); }
 .actions { display: flex; gap: 8px; flex-wrap: wrap; align-items: center; }
 .actions form { margin: 0; }
+.row { display: grid; grid-template-columns: repeat(auto-fit, minmax(160px, 1fr)); gap: 0 16px; }
+.row .field:last-child { margin-bottom: 16px; }
+form.panel.limit, .limit { max-width: 720px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); gap: 20px; }
 .field { margin: 0 0 16px; }
 .field:last-child { margin-bottom: 0; }
@@ -39,6 +42,7 @@ th, td { text-align: left; padding: 10px 12px; border-bottom: 1px solid var(--li
 th { font-size: 13px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); background: #f9fafb; white-space: nowrap; }
 tr:last-child td { border-bottom: 0; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td .key-text { white-space: nowrap; }
 td code, .key-text { font: 14px ui-monospace, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
 .filters { display: flex; gap: 12px; flex-wrap: wrap; align-items: flex-end; margin-bottom: 16px; }
 .filters .field { margin: 0; flex: 1 1 180px; }
@@ -73,6 +77,7 @@ details.more summary { cursor: pointer; color: var(--brand); font-weight: 600; }
   .nav ul { padding: 0 8px; }
   th, td { padding: 8px; }
   .hide-phone { display: none; }
+  .topbar .who { display: none; }
   .form-foot button, .form-foot .button { width: 100%; text-align: center; }
 }
 `;

@@ -21,7 +21,7 @@ export function activityChart(days: DayActivity[], caption: string, o: { tableOp
   });
   const labels = days
     .map((d, i) => ({ d, i }))
-    .filter(({ i }) => i % 7 === 0 || i === days.length - 1)
+    .filter(({ i }) => (days.length - 1 - i) % 7 === 0)
     .map(({ d, i }) => html`<text x="${(PAD.left + i * slot + slot / 2).toFixed(1)}" y="${H - 8}" text-anchor="middle">${d.date.slice(5)}</text>`);
   return html`<figure class="card" aria-labelledby="chart-caption">
 <div class="card-head"><h2 id="chart-caption">${caption}</h2><p class="hint">Last 30 days: ${totals.a} activations, ${totals.v} validations</p></div>

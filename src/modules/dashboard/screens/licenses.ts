@@ -50,7 +50,7 @@ function csvCell(value: string | number | null): string {
 const CSV_HEADER = ['key', 'product_id', 'product_name', 'email', 'type', 'status', 'expires_at', 'max_devices', 'active_devices', 'created_at'];
 
 function licenseForm(csrf: string, form: FormState, action: string, submit: string, products?: Product[]): SafeHtml {
-  return html`<form class="panel" method="post" action="${action}" novalidate>
+  return html`<form class="panel limit" method="post" action="${action}" novalidate>
 ${formError(form)}
 ${csrfInput(csrf)}
 ${products ? select({ name: 'productId', label: 'Product', form, options: products.map((p) => ({ value: p.id, label: p.name })) }) : ''}
@@ -102,7 +102,12 @@ async function licensePage(req: FastifyRequest, reply: FastifyReply, services: S
     title: `License ${l.key}`,
     section: SECTION,
     notice: o.notice,
-    content: html`${pageHead('License', html`<span class="key-text">${l.key}</span> ${badge(status)}`, actions, html`<a href="${SECTION}">Licenses</a>`)}
+    content: html`${pageHead(
+      'License',
+      html`<span class="key-text">${l.key}</span> ${badge(status)} <button type="button" class="secondary small" data-copy="${l.key}" data-copied="License key copied to the clipboard." hidden>Copy key</button>`,
+      actions,
+      html`<a href="${SECTION}">Licenses</a>`,
+    )}
 <p id="copy-status" class="hint" role="status" aria-live="polite"></p>
 <dl class="facts">
 <div><dt>Product</dt><dd><a href="/dashboard/products/${product.id}">${product.name}</a></dd></div>
@@ -111,7 +116,6 @@ async function licensePage(req: FastifyRequest, reply: FastifyReply, services: S
 <div><dt>Devices</dt><dd>${l.activeDevices.length} of ${l.maxDevices}</dd></div>
 <div><dt>Created</dt><dd>${when(l.createdAt)}</dd></div>
 </dl>
-<div class="form-foot"><button type="button" class="secondary small" data-copy="${l.key}" data-copied="License key copied to the clipboard." hidden>Copy key</button></div>
 <section class="card" aria-labelledby="devices-title" style="margin-top:20px"><h2 id="devices-title">Devices</h2>${devices}</section>
 <section aria-labelledby="edit-title"><h2 id="edit-title">Edit</h2>${licenseForm(viewer.csrf, form, p, 'Save changes')}</section>`,
   });
@@ -163,10 +167,10 @@ ${select({ name: 'status', label: 'Status', form, options: [{ value: '', label: 
       } else {
         body = html`${table(
           'Licenses',
-          ['Key', 'Customer', 'Product', 'Status', { text: 'Devices', className: 'num' }, { text: 'Expires', className: 'hide-phone' }, { text: 'Created', className: 'hide-phone' }],
+          ['Key', 'Customer', { text: 'Product', className: 'hide-phone' }, 'Status', { text: 'Devices', className: 'num' }, { text: 'Expires', className: 'hide-phone' }, { text: 'Created', className: 'hide-phone' }],
           page.data.map(
             (l) =>
-              html`<tr><td><a class="key-text" href="${path(l.key)}">${l.key}</a></td><td>${l.email ?? '—'}</td><td>${byId.get(l.productId)?.name ?? l.productId}</td><td>${badge(
+              html`<tr><td><a class="key-text" href="${path(l.key)}">${l.key}</a></td><td>${l.email ?? '—'}</td><td class="hide-phone">${byId.get(l.productId)?.name ?? l.productId}</td><td>${badge(
                 statusOf(l, byId, now),
               )}</td><td class="num">${l.activeDeviceCount} / ${l.maxDevices}</td><td class="hide-phone">${when(l.expiresAt)}</td><td class="hide-phone">${when(l.createdAt)}</td></tr>`,
           ),

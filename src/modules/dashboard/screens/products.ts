@@ -67,7 +67,7 @@ ${input({ name: 'supportEmail', label: 'Support e-mail', type: 'email', form, hi
 <fieldset><legend>Customer portal</legend>
 ${checkbox({ name: 'portalShow', label: 'Show this product in the customer portal', form })}
 ${checkbox({ name: 'portalAllowDeviceReset', label: 'Customers may reset their devices in the portal', form })}
-<div class="grid">
+<div class="row">
 ${input({ name: 'portalDeviceResetLimit', label: 'Resets allowed per license', type: 'number', form, attrs: html` min="1" max="1000"` })}
 ${input({ name: 'portalDeviceResetWindowDays', label: 'Within (days)', type: 'number', form, attrs: html` min="1" max="365"` })}
 </div>
@@ -77,7 +77,7 @@ ${checkbox({ name: 'fallbackEnabled', label: 'Fallback: expired licenses keep wo
 </fieldset>
 <fieldset><legend>Purchase e-mail and portal</legend>
 ${textarea({ name: 'purchaseNote', label: 'Note to customers', form, hint: 'Shown in the purchase e-mail and the portal, e.g. installation steps.', attrs: html` maxlength="5000"` })}
-<div class="grid">
+<div class="row">
 ${input({ name: 'actionButtonText', label: 'Button text', form, hint: 'E.g. "Download".', attrs: html` maxlength="100"` })}
 ${input({ name: 'actionButtonUrl', label: 'Button link', type: 'url', form, hint: 'http(s) address; {key} is replaced by the license key.', attrs: html` maxlength="2000"` })}
 </div>

@@ -53,7 +53,7 @@ async function seedShop(target: { databaseUrl?: string; dataDir: string }): Prom
   try {
     const services = createServices(store, loadConfig({ ...process.env, ...ENV, DATA_DIR: target.dataDir }).secretKey);
     const account = await services.accounts.create({ email: 'bench@example.com', password: PASSWORD });
-    const products = [];
+    const products: { id: string }[] = [];
     for (const name of ['Aurora Photo', 'Nimbus Sync', 'Comet Notes']) products.push(await services.products.create(cliPrincipal(account.id), { name }));
     const keys = licenseKeys(COUNT);
     const now = Date.now();

@@ -197,31 +197,34 @@ export class SqlLicenseRepository implements LicenseRepository {
     return rows.map((r) => ({ ...toRecord(r), activeDevices: byKey.get(r.key) ?? [] }));
   }
 
-  async search(accountId: string, f: LicenseFilter, now: number, o: { limit: number; after?: SearchPosition }): Promise<LicenseSummary[]> {
+  /** The statement of one search page (the benchmark and the plan test read it too). */
+  searchQuery(accountId: string, f: LicenseFilter, now: number, o: { limit: number; after?: SearchPosition }) {
     const order = searchOrder(f);
     const after = o.after;
-    const rows = await this.store.read.all(
-      this.db
-        .selectFrom('licenses')
-        .selectAll()
-        .where('user_id', '=', accountId)
-        .$if(f.productId !== undefined, (q) => q.where('product_id', '=', f.productId!))
-        .$if(f.email !== undefined, (q) => q.where('email_normalized', '=', f.email!))
-        // The prefix as a key range: an index range scan on both stores (keys are ASCII; the column compares bytewise).
-        .$if(f.keyPrefix !== undefined, (q) => q.where('key', '>=', f.keyPrefix!).where('key', '<', `${f.keyPrefix!}\u007f`))
-        .$if(f.status === 'revoked', (q) => q.where('revoked', '=', flag(true)))
-        .$if(f.status === 'active', (q) =>
-          q.where('revoked', '=', flag(false)).where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)])),
-        )
-        .$if(f.status === 'expired', (q) => q.where('revoked', '=', flag(false)).where('expires_at', '<=', now))
-        .$if(after !== undefined && order === 'key', (q) => q.where('key', '>', after!.key))
-        .$if(after !== undefined && order !== 'key', (q) =>
-          q.where((eb) => eb.or([eb(order as 'created_at', '<', after!.sort!), eb.and([eb(order as 'created_at', '=', after!.sort!), eb('key', '<', after!.key)])])),
-        )
-        .$if(order === 'key', (q) => q.orderBy('key'))
-        .$if(order !== 'key', (q) => q.orderBy(order, 'desc').orderBy('key', 'desc'))
-        .limit(o.limit),
-    );
+    return this.db
+      .selectFrom('licenses')
+      .selectAll()
+      .where('user_id', '=', accountId)
+      .$if(f.productId !== undefined, (q) => q.where('product_id', '=', f.productId!))
+      .$if(f.email !== undefined, (q) => q.where('email_normalized', '=', f.email!))
+      // The prefix as a key range: an index range scan on both stores (keys are ASCII; the column compares bytewise).
+      .$if(f.keyPrefix !== undefined, (q) => q.where('key', '>=', f.keyPrefix!).where('key', '<', `${f.keyPrefix!}\u007f`))
+      .$if(f.status === 'revoked', (q) => q.where('revoked', '=', flag(true)))
+      .$if(f.status === 'active', (q) =>
+        q.where('revoked', '=', flag(false)).where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)])),
+      )
+      .$if(f.status === 'expired', (q) => q.where('revoked', '=', flag(false)).where('expires_at', '<=', now))
+      .$if(after !== undefined && order === 'key', (q) => q.where('key', '>', after!.key))
+      .$if(after !== undefined && order !== 'key', (q) =>
+        q.where((eb) => eb.or([eb(order as 'created_at', '<', after!.sort!), eb.and([eb(order as 'created_at', '=', after!.sort!), eb('key', '<', after!.key)])])),
+      )
+      .$if(order === 'key', (q) => q.orderBy('key'))
+      .$if(order !== 'key', (q) => q.orderBy(order, 'desc').orderBy('key', 'desc'))
+      .limit(o.limit);
+  }
+
+  async search(accountId: string, f: LicenseFilter, now: number, o: { limit: number; after?: SearchPosition }): Promise<LicenseSummary[]> {
+    const rows = await this.store.read.all(this.searchQuery(accountId, f, now, o));
     if (rows.length === 0) return [];
     const counts = await this.store.read.all(
       this.db

@@ -18,6 +18,9 @@ main.narrow { max-width: 460px; }
 .row { display: grid; grid-template-columns: repeat(auto-fit, minmax(160px, 1fr)); gap: 0 16px; }
 .row .field:last-child { margin-bottom: 16px; }
 form.panel.limit, .limit { max-width: 720px; }
+.grid.top { align-items: start; }
+.spaced { margin-top: 20px; }
+.panel h2, .card h2 { margin-bottom: 12px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); gap: 20px; }
 .field { margin: 0 0 16px; }
 .field:last-child { margin-bottom: 0; }
@@ -52,7 +55,7 @@ td code, .key-text { font: 14px ui-monospace, Menlo, Consolas, monospace; overfl
 .empty-state p { color: var(--muted); margin: 0 0 18px; }
 .secret { display: flex; gap: 10px; align-items: center; flex-wrap: wrap; background: var(--bg); border-radius: 8px; padding: 12px 14px; margin: 10px 0; }
 .secret code, pre.key-block { font: 14px/1.45 ui-monospace, Menlo, Consolas, monospace; overflow-wrap: anywhere; flex: 1 1 auto; margin: 0; }
-pre.key-block { background: var(--bg); border-radius: 8px; padding: 12px 14px; white-space: pre-wrap; word-break: break-all; }
+pre.key-block { background: var(--bg); border-radius: 8px; padding: 12px 14px; white-space: pre; overflow-x: auto; }
 dl.facts { display: grid; grid-template-columns: repeat(auto-fit, minmax(160px, 1fr)); gap: 12px; margin: 0; }
 dl.facts div { border: 1px solid var(--line); border-radius: 8px; padding: 10px 12px; background: var(--card); }
 dl.facts dt { font-size: 13px; color: var(--muted); }

@@ -15,7 +15,7 @@ function accountPage(req: FastifyRequest, reply: FastifyReply, o: { status?: num
     title: 'Account',
     section: SECTION,
     content: html`${pageHead('Account')}
-<div class="grid" style="align-items:start">
+<div class="grid top">
 <section class="card" aria-labelledby="who-title"><h2 id="who-title">Your account</h2>
 <dl class="facts"><div><dt>E-mail</dt><dd>${account.email}</dd></div><div><dt>Plan</dt><dd>${account.plan === 'plus' ? 'Plus' : 'Free'}</dd></div><div><dt>Since</dt><dd>${when(account.createdAt)}</dd></div></dl>
 <p class="hint">${account.plan === 'plus' ? 'Plus includes product images in purchase e-mails.' : 'The plus plan adds product images to purchase e-mails; your server operator changes plans with the CLI.'}</p>

@@ -37,7 +37,7 @@ async function keysPage(req: FastifyRequest, reply: FastifyReply, services: Scre
     section: SECTION,
     content: html`${pageHead('API keys', 'Keys for the server API: your store or backend creates and manages licenses with them.')}
 ${created}
-<div class="grid" style="align-items:start">
+<div class="grid top">
 <div>${list}</div>
 <form class="panel" method="post" action="${SECTION}" novalidate>
 <h2>Create an API key</h2>

@@ -116,7 +116,7 @@ async function licensePage(req: FastifyRequest, reply: FastifyReply, services: S
 <div><dt>Devices</dt><dd>${l.activeDevices.length} of ${l.maxDevices}</dd></div>
 <div><dt>Created</dt><dd>${when(l.createdAt)}</dd></div>
 </dl>
-<section class="card" aria-labelledby="devices-title" style="margin-top:20px"><h2 id="devices-title">Devices</h2>${devices}</section>
+<section class="card spaced" aria-labelledby="devices-title"><h2 id="devices-title">Devices</h2>${devices}</section>
 <section aria-labelledby="edit-title"><h2 id="edit-title">Edit</h2>${licenseForm(viewer.csrf, form, p, 'Save changes')}</section>`,
   });
 }

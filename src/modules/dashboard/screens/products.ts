@@ -118,7 +118,7 @@ async function productPage(req: FastifyRequest, reply: FastifyReply, services: P
     section: SECTION,
     notice: o.notice,
     content: html`${pageHead(p.name, html`Product ID <code>${p.id}</code> · created ${when(p.createdAt)}`, actions, html`<a href="${SECTION}">Products</a>`)}
-<div class="grid" style="align-items:start">
+<div class="grid top">
 <section aria-labelledby="settings-title"><h2 id="settings-title" class="sr-only">Settings</h2>${productForm(viewer.csrf, o.form ?? emptyForm(productValues(p)), path(p), 'Save changes')}</section>
 <div>${imageCard(req, p, account.plan === 'plus')}${activityChart(activity, 'Activity')}</div>
 </div>`,

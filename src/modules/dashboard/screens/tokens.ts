@@ -35,7 +35,7 @@ async function tokensPage(req: FastifyRequest, reply: FastifyReply, services: Sc
     section: SECTION,
     notice: o.notice,
     content: html`${pageHead('License tokens', html`Signed ES256 tokens let ${product.name} check its license offline.`, undefined, html`<a href="/dashboard/products">Products</a> › <a href="/dashboard/products/${product.id}">${product.name}</a>`)}
-<div class="grid" style="align-items:start">
+<div class="grid top">
 <div>
 <form class="panel" method="post" action="${path(id)}" novalidate>
 <h2>Settings</h2>
@@ -46,7 +46,7 @@ ${input({ name: 'validitySeconds', label: 'Token lifetime (seconds)', type: 'num
 ${checkbox({ name: 'exposePublicKey', label: 'Serve the public key on the public API', form })}
 <div class="form-foot"><button type="submit">Save settings</button></div>
 </form>
-<form class="panel" method="post" action="${path(id)}/key-pair" novalidate style="margin-top:20px">
+<form class="panel spaced" method="post" action="${path(id)}/key-pair" novalidate>
 <h2>Replace the key pair</h2>
 <p class="hint">Tokens signed with the current key stop verifying against the new public key.</p>
 ${formError(keyForm)}

@@ -57,6 +57,10 @@ const safeNext = (next: unknown): string | undefined =>
  */
 export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async (app, { services, csrf, secureCookies, signupOpen, limits }) => {
   const auth = services.dashboard;
+  // HTML pages, not API: none of them goes in the OpenAPI document.
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
   webPages(app, {
     name: 'dashboard',
     assetsPrefix: '/dashboard/assets/',
@@ -109,21 +113,21 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
     send(reply, 403, messagePage({ title: 'This form has expired', text: 'For your security the form could not be accepted. Go back, reload the page and try again.', action: { text: 'Reload', href: back } }));
   const form = (req: FastifyRequest) => (req.body ?? {}) as FormBody;
 
-  app.get('/dashboard/assets/dashboard.css', { schema: { hide: true } }, async (_req, reply) =>
+  app.get('/dashboard/assets/dashboard.css', async (_req, reply) =>
     reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(DASHBOARD_CSS),
   );
-  app.get('/dashboard/assets/dashboard.js', { schema: { hide: true } }, async (_req, reply) =>
+  app.get('/dashboard/assets/dashboard.js', async (_req, reply) =>
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(DASHBOARD_JS),
   );
 
   // First run: the setup page until an account exists, then never again.
   for (const kind of ['setup', 'signup'] as const) {
     const allowed = async () => (kind === 'setup' ? auth.needsSetup() : signupOpen);
-    app.get(`/dashboard/${kind}`, { config: pageLimit, schema: { hide: true } }, async (req, reply) => {
+    app.get(`/dashboard/${kind}`, { config: pageLimit }, async (req, reply) => {
       if (!(await allowed())) return reply.redirect('/dashboard/login', 303);
       return send(reply, 200, accountFormPage({ kind, form: emptyForm(), csrf: csrfCookie.token(req, reply) }));
     });
-    app.post(`/dashboard/${kind}`, { config: loginLimit, bodyLimit: FORM_LIMIT, schema: { hide: true } }, async (req, reply) => {
+    app.post(`/dashboard/${kind}`, { config: loginLimit, bodyLimit: FORM_LIMIT }, async (req, reply) => {
       if (!(await allowed())) return reply.redirect('/dashboard/login', 303);
       const body = form(req);
       if (!csrfCookie.verify(req, body.csrf)) return refused(reply, `/dashboard/${kind}`);
@@ -138,14 +142,14 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
     });
   }
 
-  app.get('/dashboard/login', { config: pageLimit, schema: { hide: true } }, async (req, reply) => {
+  app.get('/dashboard/login', { config: pageLimit }, async (req, reply) => {
     if (await auth.needsSetup()) return reply.redirect('/dashboard/setup', 303);
     const q = req.query as { next?: string; notice?: string };
     const page = loginPage({ form: emptyForm(), csrf: csrfCookie.token(req, reply), next: safeNext(q.next), signupOpen, notice: AUTH_NOTICES.get(q.notice) });
     return send(reply, 200, page);
   });
 
-  app.post('/dashboard/login', { config: loginLimit, preHandler: addressLimit, bodyLimit: FORM_LIMIT, schema: { hide: true } }, async (req, reply) => {
+  app.post('/dashboard/login', { config: loginLimit, preHandler: addressLimit, bodyLimit: FORM_LIMIT }, async (req, reply) => {
     const body = form(req);
     if (!csrfCookie.verify(req, body.csrf)) return refused(reply, '/dashboard/login');
     const email = (body.email ?? '').trim();
@@ -161,11 +165,11 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
     return send(reply, 401, page);
   });
 
-  app.get('/dashboard/forgot', { config: pageLimit, schema: { hide: true } }, async (req, reply) =>
+  app.get('/dashboard/forgot', { config: pageLimit }, async (req, reply) =>
     send(reply, 200, forgotPage({ form: emptyForm(), csrf: csrfCookie.token(req, reply) })),
   );
 
-  app.post('/dashboard/forgot', { config: loginLimit, preHandler: addressLimit, bodyLimit: FORM_LIMIT, schema: { hide: true } }, async (req, reply) => {
+  app.post('/dashboard/forgot', { config: loginLimit, preHandler: addressLimit, bodyLimit: FORM_LIMIT }, async (req, reply) => {
     const body = form(req);
     if (!csrfCookie.verify(req, body.csrf)) return refused(reply, '/dashboard/forgot');
     const email = (body.email ?? '').trim();
@@ -184,13 +188,13 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
   const deadLink = () =>
     messagePage({ title: 'This link does not work', text: 'Reset links work once, for 1 hour. Ask for a new one.', action: { text: 'Ask for a new link', href: '/dashboard/forgot' } });
 
-  app.get('/dashboard/reset', { config: pageLimit, schema: { hide: true } }, async (req, reply) => {
+  app.get('/dashboard/reset', { config: pageLimit }, async (req, reply) => {
     const token = (req.query as { token?: unknown }).token;
     if (typeof token !== 'string' || token.length > 128 || !(await auth.resetLinkValid(token))) return send(reply, 400, deadLink());
     return send(reply, 200, resetPage({ form: emptyForm(), csrf: csrfCookie.token(req, reply), token }));
   });
 
-  app.post('/dashboard/reset', { config: loginLimit, bodyLimit: FORM_LIMIT, schema: { hide: true } }, async (req, reply) => {
+  app.post('/dashboard/reset', { config: loginLimit, bodyLimit: FORM_LIMIT }, async (req, reply) => {
     const body = form(req);
     if (!csrfCookie.verify(req, body.csrf)) return refused(reply, '/dashboard/forgot');
     const token = (body.token ?? '').slice(0, 128);
@@ -206,7 +210,7 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
     return reply.header('set-cookie', sessionCookie('', 0)).redirect('/dashboard/login?notice=password-reset', 303);
   });
 
-  app.post('/dashboard/logout', { config: pageLimit, bodyLimit: FORM_LIMIT, schema: { hide: true } }, async (req, reply) => {
+  app.post('/dashboard/logout', { config: pageLimit, bodyLimit: FORM_LIMIT }, async (req, reply) => {
     const token = readCookie(req.headers.cookie, SESSION_COOKIE);
     const current = token ? await auth.session(token) : undefined;
     if (current && !csrfCookie.verify(req, form(req).csrf, current.session.id)) return refused(reply, '/dashboard');

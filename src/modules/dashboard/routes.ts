@@ -86,11 +86,11 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
   type LimitConfig = { rateLimit: { max: number; timeWindow: number } };
   const pageLimit = (limits.enabled ? { rateLimit: { max: limits.perClientPerMinute, timeWindow: MINUTE } } : {}) as LimitConfig;
   const loginWindow = 15 * MINUTE;
-  // Two counters on the sign-in forms, both kept by @fastify/rate-limit (so in Redis when it is):
-  // per client on the request, per address once the body is parsed.
+  // Two counters on the sign-in forms, both kept by @fastify/rate-limit (so in Redis when it is).
+  // Per client: the route's limit, on the request.
   const loginLimit = (limits.enabled ? { rateLimit: { max: limits.loginsPerClient, timeWindow: loginWindow } } : {}) as LimitConfig;
-  // The plugin runs one route limit per request, so the address counter is asked directly (createRateLimit:
-  // the plugin's store, Redis when it is), once the body is parsed.
+  // Per address: asked once the body is parsed, through createRateLimit (the plugin's store), since
+  // the plugin runs only one route limit per request.
   const perAddress = limits.enabled
     ? app.createRateLimit({
         max: limits.loginsPerAddress,

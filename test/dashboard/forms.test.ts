@@ -24,7 +24,7 @@ interface FormCase {
   }>;
 }
 
-const licenseState = (ctx: TestContext, t: Tenant, key: string) => async () =>
+const licenseState = (ctx: TestContext, key: string) => async () =>
   (await ctx.store.read.all(ctx.store.db.selectFrom('licenses').selectAll().where('key', '=', key))).concat(
     (await ctx.store.read.all(ctx.store.db.selectFrom('devices').selectAll().where('license_key', '=', key))) as never[],
   );
@@ -93,7 +93,7 @@ const CASES: FormCase[] = [
         action: page,
         good: { type: 'timed', expiresAt: '2031-05-01', maxDevices: '5', email: 'new@example.com' },
         bad: { fields: { type: 'perpetual', maxDevices: '0' }, message: 'Max devices must be at least 1.' },
-        state: licenseState(ctx, t, license.key),
+        state: licenseState(ctx, license.key),
         owned: true,
       };
     },
@@ -102,7 +102,7 @@ const CASES: FormCase[] = [
     name: 'license revoke',
     prepare: async (ctx, t) => {
       const { license, page } = await licensed(ctx, t);
-      return { page, action: `${page}/revoke`, good: {}, state: licenseState(ctx, t, license.key), owned: true, destructive: true };
+      return { page, action: `${page}/revoke`, good: {}, state: licenseState(ctx, license.key), owned: true, destructive: true };
     },
   },
   {
@@ -110,14 +110,14 @@ const CASES: FormCase[] = [
     prepare: async (ctx, t) => {
       const { license, page } = await licensed(ctx, t);
       await ctx.services.licenses.update({ accountId: t.userId, actor: { type: 'cli' } }, license.key, { revoked: true });
-      return { page, action: `${page}/unrevoke`, good: {}, state: licenseState(ctx, t, license.key), owned: true };
+      return { page, action: `${page}/unrevoke`, good: {}, state: licenseState(ctx, license.key), owned: true };
     },
   },
   {
     name: 'license delete',
     prepare: async (ctx, t) => {
       const { license, page } = await licensed(ctx, t);
-      return { page, action: `${page}/delete`, good: {}, state: licenseState(ctx, t, license.key), owned: true, destructive: true };
+      return { page, action: `${page}/delete`, good: {}, state: licenseState(ctx, license.key), owned: true, destructive: true };
     },
   },
   {
@@ -125,7 +125,7 @@ const CASES: FormCase[] = [
     prepare: async (ctx, t) => {
       const { product, license, page } = await licensed(ctx, t);
       await activateDevice(ctx, t.auth, license.key, product.id, 'dev-1');
-      return { page, action: `${page}/devices/remove`, good: { device: 'dev-1' }, state: licenseState(ctx, t, license.key), owned: true, destructive: true };
+      return { page, action: `${page}/devices/remove`, good: { device: 'dev-1' }, state: licenseState(ctx, license.key), owned: true, destructive: true };
     },
   },
   {
@@ -134,7 +134,7 @@ const CASES: FormCase[] = [
       const { product, license, page } = await licensed(ctx, t);
       await activateDevice(ctx, t.auth, license.key, product.id, 'dev-1');
       await activateDevice(ctx, t.auth, license.key, product.id, 'dev-2');
-      return { page, action: `${page}/devices/reset`, good: {}, state: licenseState(ctx, t, license.key), owned: true, destructive: true };
+      return { page, action: `${page}/devices/reset`, good: {}, state: licenseState(ctx, license.key), owned: true, destructive: true };
     },
   },
   {

@@ -213,10 +213,15 @@ export class SqlLicenseRepository implements LicenseRepository {
       .$if(f.status === 'active', (q) =>
         q.where('revoked', '=', flag(false)).where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)])),
       )
-      .$if(f.status === 'expired', (q) => q.where('revoked', '=', flag(false)).where('expires_at', '<=', now))
+      .$if(f.status === 'expired', (q) => q.where('revoked', '=', flag(false)))
+      // Expired pages run down expires_at: the first from now, the next ones from their cursor (which
+      // lies before now and so implies it; given both bounds, SQLite would pick the first).
+      .$if(f.status === 'expired' && after === undefined, (q) => q.where('expires_at', '<=', now))
       .$if(after !== undefined && order === 'key', (q) => q.where('key', '>', after!.key))
+      // A row-value comparison: both stores use it as the index range's bound (an OR of the two
+      // columns is only a filter, which makes page n read every row before it).
       .$if(after !== undefined && order !== 'key', (q) =>
-        q.where((eb) => eb.or([eb(order as 'created_at', '<', after!.sort!), eb.and([eb(order as 'created_at', '=', after!.sort!), eb('key', '<', after!.key)])])),
+        q.where((eb) => eb(eb.refTuple(order as 'created_at', 'key'), '<', eb.tuple(after!.sort!, after!.key))),
       )
       .$if(order === 'key', (q) => q.orderBy('key'))
       .$if(order !== 'key', (q) => q.orderBy(order, 'desc').orderBy('key', 'desc'))

@@ -19,6 +19,9 @@ main.narrow { max-width: 460px; }
 .row .field:last-child { margin-bottom: 16px; }
 form.panel.limit, .limit { max-width: 720px; }
 .grid.top { align-items: start; }
+/* A grid cell may shrink below its content (key blocks scroll inside it instead of widening the page). */
+.grid > * { min-width: 0; }
+.hint code, .lead code, dd code { overflow-wrap: anywhere; }
 .spaced { margin-top: 20px; }
 .panel h2, .card h2 { margin-bottom: 12px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); gap: 20px; }

@@ -204,6 +204,8 @@ export class SqlLicenseRepository implements LicenseRepository {
     return this.db
       .selectFrom('licenses')
       .selectAll()
+      // Each row's device count in the same statement: one probe of the devices' primary key per row.
+      .select((eb) => eb.selectFrom('devices').select(eb.fn.countAll<number>().as('n')).whereRef('devices.license_key', '=', 'licenses.key').as('device_count'))
       .where('user_id', '=', accountId)
       .$if(f.productId !== undefined, (q) => q.where('product_id', '=', f.productId!))
       .$if(f.email !== undefined, (q) => q.where('email_normalized', '=', f.email!))
@@ -230,20 +232,7 @@ export class SqlLicenseRepository implements LicenseRepository {
 
   async search(accountId: string, f: LicenseFilter, now: number, o: { limit: number; after?: SearchPosition }): Promise<LicenseSummary[]> {
     const rows = await this.store.read.all(this.searchQuery(accountId, f, now, o));
-    if (rows.length === 0) return [];
-    const counts = await this.store.read.all(
-      this.db
-        .selectFrom('devices')
-        .select(['license_key', (eb) => eb.fn.countAll<number>().as('n')])
-        .where(
-          'license_key',
-          'in',
-          rows.map((r) => r.key),
-        )
-        .groupBy('license_key'),
-    );
-    const byKey = new Map(counts.map((c) => [c.license_key, Number(c.n)]));
-    return rows.map((r) => ({ ...toRecord(r), activeDeviceCount: byKey.get(r.key) ?? 0 }));
+    return rows.map((r) => ({ ...toRecord(r), activeDeviceCount: Number(r.device_count ?? 0) }));
   }
 
   async listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<LicenseRecord[]> {

@@ -81,7 +81,7 @@ export interface LicenseSearchPage {
   nextCursor: string | null;
 }
 
-const EXPORT_BATCH = 5000;
+const EXPORT_BATCH = 1000;
 
 /** An address when it has an @, else the start of a key. */
 function toFilter(q: LicenseSearchQuery): LicenseFilter {

@@ -48,11 +48,11 @@ th, td { text-align: left; padding: 10px 12px; border-bottom: 1px solid var(--li
 th { font-size: 13px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); background: #f9fafb; white-space: nowrap; }
 tr:last-child td { border-bottom: 0; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-td .key-text { white-space: nowrap; }
+td .key-text, td code { white-space: nowrap; }
 td code, .key-text { font: 14px ui-monospace, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
 .filters { display: flex; gap: 12px; flex-wrap: wrap; align-items: flex-end; margin-bottom: 16px; }
-.filters .field { margin: 0; flex: 1 1 180px; }
-.filters .field.wide { flex: 3 1 260px; }
+.filters .field { margin: 0; flex: 1 1 180px; max-width: 320px; }
+.filters .field.wide { flex: 3 1 260px; max-width: none; }
 .pager { display: flex; justify-content: space-between; align-items: center; gap: 12px; margin-top: 14px; flex-wrap: wrap; }
 .empty-state { text-align: center; padding: 40px 24px; }
 .empty-state p { color: var(--muted); margin: 0 0 18px; }

@@ -25,10 +25,10 @@ async function keysPage(req: FastifyRequest, reply: FastifyReply, services: Scre
       ? emptyState('No API keys yet. Create one for your store or backend to create licenses through the server API.')
       : table(
           'API keys',
-          ['Name', 'Key', 'Created', 'Last used', { text: 'Action', className: 'num' }],
+          ['Name', 'Key', { text: 'Created', className: 'hide-phone' }, 'Last used', { text: 'Action', className: 'num' }],
           keys.map(
             (k) =>
-              html`<tr><td>${k.name}</td><td><code>${k.keyPrefix}…</code></td><td>${when(k.createdAt)}</td><td>${when(k.lastUsedAt, 'Never')}</td><td class="num">${actionButton(viewer, `${SECTION}/${k.id}/revoke`, `Revoke ${k.name}…`, 'secondary small')}</td></tr>`,
+              html`<tr><td>${k.name}</td><td><code>${k.keyPrefix}…</code></td><td class="hide-phone">${when(k.createdAt)}</td><td>${when(k.lastUsedAt, 'Never')}</td><td class="num">${actionButton(viewer, `${SECTION}/${k.id}/revoke`, `Revoke ${k.name}…`, 'secondary small')}</td></tr>`,
           ),
         );
   return render(req, reply, {

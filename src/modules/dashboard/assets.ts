@@ -52,6 +52,7 @@ td .key-text, td code { white-space: nowrap; }
 td code, .key-text { font: 14px ui-monospace, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
 .filters { display: flex; gap: 12px; flex-wrap: wrap; align-items: flex-end; margin-bottom: 16px; }
 .filters .field { margin: 0; flex: 1 1 180px; max-width: 320px; }
+.filters input, .filters select { height: 42px; }
 .filters .field.wide { flex: 3 1 260px; max-width: none; }
 .pager { display: flex; justify-content: space-between; align-items: center; gap: 12px; margin-top: 14px; flex-wrap: wrap; }
 .empty-state { text-align: center; padding: 40px 24px; }

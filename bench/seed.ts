@@ -26,7 +26,7 @@ const CHUNK = 1000;
  * Multi-row INSERTs into `table`, compiled by Kysely once per chunk size rather than per chunk:
  * the values come flat, row after row in `columns` order, which is how Kysely lays out parameters.
  */
-function bulkInsert(store: Store, table: keyof Database & string, columns: string[]) {
+export function bulkInsert(store: Store, table: keyof Database & string, columns: string[]) {
   const compiled = new Map<number, string>();
   const sqlFor = (rows: number): string => {
     let sql = compiled.get(rows);
@@ -45,7 +45,7 @@ function bulkInsert(store: Store, table: keyof Database & string, columns: strin
  * random buffer: generating a million keys one call at a time takes longer than inserting them.
  * Sorted, so every index is appended to in order.
  */
-function licenseKeys(count: number): string[] {
+export function licenseKeys(count: number): string[] {
   const key = (bytes: Buffer, at: number): string => {
     const chars: string[] = [];
     for (let i = 0; i < 25; i++) {

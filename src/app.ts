@@ -15,6 +15,8 @@ import { type MailOptions, registerOutboxWorker } from './modules/mail/plugin.ts
 import { Csrf } from './http/web/csrf.ts';
 import { paymentRoutes, paymentWebhookRoutes } from './modules/payments/routes.ts';
 import { portalApiRoutes, portalRoutes } from './modules/portal/routes.ts';
+import { registerActivityFlush } from './modules/activity/plugin.ts';
+import { dashboardRoutes } from './modules/dashboard/routes.ts';
 import { productImageRoutes } from './modules/product-images/routes.ts';
 import { licenseTokenRoutes } from './modules/license-tokens/routes.ts';
 import { LicenseBody } from './modules/licenses/schemas.ts';
@@ -113,6 +115,19 @@ export async function buildApp({ config, services, logger = true, logStream, mai
       linksPerAddressPerHour: limits.portalLinksAllClientsPerAddressPerHour,
     },
   });
+  await app.register(dashboardRoutes, {
+    services,
+    csrf: new Csrf(config.secretKey, 'dashboard'),
+    secureCookies: config.baseUrl.startsWith('https://'),
+    signupOpen: config.signup === 'open',
+    limits: {
+      enabled: limits.enabled,
+      perClientPerMinute: limits.dashboardPerMinute,
+      loginsPerAddress: limits.dashboardLoginsPerAddress,
+      loginsPerClient: limits.dashboardLoginsPerClient,
+    },
+  });
+  registerActivityFlush(app, services.activity);
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(
@@ -121,6 +136,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
         licenses: services.licenses,
         tokens: services.licenseTokens,
         images: services.productImages,
+        activity: services.activity,
         perClientPerMinute: limits.enabled && limits.publicPerMinute,
       });
       await api.register(paymentWebhookRoutes, { payments: services.payments, perConnectionPerMinute: limits.enabled && limits.serverPerMinute });

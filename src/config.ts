@@ -19,6 +19,12 @@ export interface RateLimitConfig {
   redisUrl?: string;
   /** Prefix of the counters' Redis keys (REDIS_KEY_PREFIX). */
   redisKeyPrefix: string;
+  /** Dashboard log-in (and password-reset) attempts per 15 minutes per e-mail address. */
+  dashboardLoginsPerAddress: number;
+  /** Dashboard log-in (and password-reset) attempts per 15 minutes per client address. */
+  dashboardLoginsPerClient: number;
+  /** Dashboard page requests per minute per client address. */
+  dashboardPerMinute: number;
 }
 
 /**
@@ -80,6 +86,8 @@ export interface Config {
   outboxConcurrency: number;
   /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`. */
   metricsToken?: string;
+  /** `open`: anyone may create a dashboard account at /dashboard/signup; `closed` (default): the first-run setup and the CLI only. */
+  signup: 'open' | 'closed';
 }
 
 type Env = Record<string, string | undefined>;
@@ -168,6 +176,8 @@ export function loadConfig(env: Env = process.env): Config {
   const redisUrl = env.REDIS_URL || undefined;
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new Error('REDIS_URL must be a redis:// or rediss:// URL');
   const rateLimitOff = (env.RATE_LIMIT ?? '').toLowerCase() === 'off';
+  const signup = (env.SIGNUP || 'closed').toLowerCase();
+  if (signup !== 'open' && signup !== 'closed') throw new Error(`SIGNUP must be "open" or "closed", got "${env.SIGNUP}"`);
   return {
     port,
     host,
@@ -198,6 +208,9 @@ export function loadConfig(env: Env = process.env): Config {
       portalLinksPerClientPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_PER_CLIENT_PER_HOUR', 20),
       redisUrl,
       redisKeyPrefix: env.REDIS_KEY_PREFIX || 'tessera:rl:',
+      dashboardLoginsPerAddress: int(env, 'RATE_LIMIT_DASHBOARD_LOGINS_PER_ADDRESS', 10),
+      dashboardLoginsPerClient: int(env, 'RATE_LIMIT_DASHBOARD_LOGINS_PER_CLIENT', 30),
+      dashboardPerMinute: int(env, 'RATE_LIMIT_DASHBOARD_PER_MINUTE', 600),
     },
     webhooks: {
       allowPrivate: (env.WEBHOOK_ALLOW_PRIVATE ?? '').toLowerCase() === 'true',
@@ -209,5 +222,6 @@ export function loadConfig(env: Env = process.env): Config {
     auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365),
     outboxConcurrency: int(env, 'OUTBOX_CONCURRENCY', 64),
     metricsToken: env.METRICS_TOKEN || undefined,
+    signup,
   };
 }

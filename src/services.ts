@@ -3,6 +3,10 @@ import { SecretBox } from './core/secret-box.ts';
 import { EventBus } from './core/unit-of-work.ts';
 import { SqlAccountRepository } from './modules/accounts/repository.ts';
 import { AccountService } from './modules/accounts/service.ts';
+import { SqlActivityRepository } from './modules/activity/repository.ts';
+import { ActivityService } from './modules/activity/service.ts';
+import { SqlDashboardRepository } from './modules/dashboard/repository.ts';
+import { DashboardAuthService } from './modules/dashboard/service.ts';
 import { SqlAuditRepository } from './modules/audit/repository.ts';
 import { AuditService } from './modules/audit/service.ts';
 import { SqlApiKeyRepository } from './modules/api-keys/repository.ts';
@@ -108,7 +112,9 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
     new SecretBox(secretKey, 'payment-providers'),
     { baseUrl, onBackgroundError, clock, cliSecrets: options.stripeCliWebhookSecret ? { stripe: options.stripeCliWebhookSecret } : {} },
   );
-  return { store, clock, units, events, outbox, jobConsumers, housekeeping, audit, webhooks, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, idempotency };
+  const dashboard = new DashboardAuthService(new SqlDashboardRepository(store), units, accounts, mail, baseUrl, clock);
+  const activity = new ActivityService(new SqlActivityRepository(store), units, clock);
+  return { store, clock, units, events, outbox, jobConsumers, housekeeping, audit, webhooks, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, idempotency, dashboard, activity };
 }
 
 export type Services = ReturnType<typeof createServices>;

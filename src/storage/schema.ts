@@ -250,6 +250,32 @@ export interface IdempotencyKeysTable {
   expires_at: number;
 }
 
+/** Dashboard sessions (migration 006): only the SHA-256 of the cookie's value is stored; `id` is the session's non-secret name. */
+export interface DashboardSessionsTable {
+  id: string;
+  token_hash: string;
+  user_id: string;
+  created_at: number;
+  last_seen_at: number;
+}
+
+/** Single-use password-reset links (migration 006), by the SHA-256 of the link's token. */
+export interface DashboardPasswordResetsTable {
+  token_hash: string;
+  user_id: string;
+  expires_at: number;
+  created_at: number;
+}
+
+/** Activations and validations per product and UTC day (days since the epoch), flushed from memory (migration 006). */
+export interface ActivityDailyTable {
+  product_id: string;
+  day: number;
+  user_id: string;
+  activations: number;
+  validations: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -272,6 +298,9 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   audit_events: AuditEventsTable;
   idempotency_keys: IdempotencyKeysTable;
+  dashboard_sessions: DashboardSessionsTable;
+  dashboard_password_resets: DashboardPasswordResetsTable;
+  activity_daily: ActivityDailyTable;
 }
 
 export const bool = (value: boolean | number): boolean => value === true || value === 1;

@@ -50,7 +50,11 @@ export class PortalBrowser {
   private readonly cookies = new Map<string, string>();
   lastHtml = '';
 
-  constructor(private readonly ctx: TestContext) {}
+  /** `remoteAddress`: the client address the server sees (per-client rate limits). The dashboard's tests use it too. */
+  constructor(
+    private readonly ctx: TestContext,
+    private readonly remoteAddress = '127.0.0.1',
+  ) {}
 
   get cookieHeader(): string {
     return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
@@ -70,6 +74,7 @@ export class PortalBrowser {
     const res = await this.ctx.app.inject({
       method,
       url: url.replace(/^https?:\/\/[^/]+/, ''),
+      remoteAddress: this.remoteAddress,
       headers: {
         ...(this.cookies.size ? { cookie: this.cookieHeader } : {}),
         ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),

@@ -53,6 +53,8 @@ export interface LayoutOptions {
   narrow?: boolean;
   /** Right side of the header (who is signed in, a sign-out form). */
   who?: SafeHtml;
+  /** Site navigation under the header (the dashboard's sections). */
+  nav?: SafeHtml;
   footer: string;
 }
 
@@ -70,7 +72,7 @@ export function layout(o: LayoutOptions): string {
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>
-<header class="topbar"><div class="topbar-inner"><a class="brand" href="${o.home}">${o.site}</a>${o.who}</div></header>
+<header class="topbar"><div class="topbar-inner"><a class="brand" href="${o.home}">${o.site}</a>${o.who}</div></header>${o.nav}
 <main id="main"${o.narrow ? html` class="narrow"` : ''}>
 ${o.content}
 </main>

@@ -39,6 +39,10 @@ export class SqlAccountRepository implements AccountRepository {
     return executorOf(unit).run(this.db.updateTable('accounts').set({ plan }).where('id', '=', id));
   }
 
+  setPasswordHash(unit: Unit, id: string, passwordHash: string): Promise<number> {
+    return executorOf(unit).run(this.db.updateTable('accounts').set({ password_hash: passwordHash }).where('id', '=', id));
+  }
+
   async count(): Promise<number> {
     const row = await this.store.read.first(this.db.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')));
     return Number(row?.n ?? 0);

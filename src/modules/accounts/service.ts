@@ -20,10 +20,22 @@ export interface AccountRepository {
   findByEmail(email: string): Promise<Account | undefined>;
   findById(id: string, unit?: Unit): Promise<Account | undefined>;
   setPlan(unit: Unit, id: string, plan: Plan): Promise<number>;
+  setPasswordHash(unit: Unit, id: string, passwordHash: string): Promise<number>;
   count(): Promise<number>;
 }
 
-const MIN_PASSWORD = 8;
+/** decisions.md (operator dashboard): passwords of at least 10 characters, wherever an account gets one. */
+export const MIN_PASSWORD = 10;
+const MAX_PASSWORD = 1024;
+
+/** Throws the one password rule's error (`path` names the form field). */
+export function checkPassword(password: string, path = 'password'): void {
+  if (password.length < MIN_PASSWORD) throw invalidRequest(path, `must be at least ${MIN_PASSWORD} characters`);
+  if (password.length > MAX_PASSWORD) throw invalidRequest(path, `must be at most ${MAX_PASSWORD} characters`);
+}
+
+/** Verified against when the address is unknown, so a failed log-in takes as long either way. */
+let decoyHash: Promise<string> | undefined;
 
 /** Operator accounts: each owns its products, licenses and API keys (the tenant boundary). */
 export class AccountService {
@@ -36,7 +48,7 @@ export class AccountService {
   async create(input: { email: string; password: string; plan?: string }): Promise<Account> {
     const email = canonicalEmail(input.email);
     if (!email) throw invalidRequest('email', 'must be a valid e-mail address');
-    if (input.password.length < MIN_PASSWORD) throw invalidRequest('password', `must be at least ${MIN_PASSWORD} characters`);
+    checkPassword(input.password);
     const plan = (input.plan ?? 'free') as Plan;
     if (!PLANS.includes(plan)) throw invalidRequest('plan', `must be one of ${PLANS.join(', ')}`);
     if (await this.repo.findByEmail(email)) {
@@ -48,10 +60,26 @@ export class AccountService {
     return account;
   }
 
+  /** The account when the password is right; an unknown address costs the same argon2 verify (no timing oracle). */
   async verifyPassword(email: string, password: string): Promise<Account | undefined> {
     const account = await this.repo.findByEmail(normalizeEmail(email));
-    if (!account) return undefined;
+    if (!account) {
+      decoyHash ??= hash('tessera decoy password');
+      await verify(await decoyHash, password);
+      return undefined;
+    }
     return (await verify(account.passwordHash, password)) ? account : undefined;
+  }
+
+  /** Sets a new password, in the caller's unit (the dashboard ends the account's sessions in the same one). */
+  async setPassword(unit: Unit, id: string, passwordHash: string): Promise<void> {
+    if ((await this.repo.setPasswordHash(unit, id, passwordHash)) === 0) throw new AppError('not_found', 'Account not found.');
+  }
+
+  /** The argon2id hash of a new password that meets the rule (computed outside any unit: it takes a while). */
+  async hashNewPassword(password: string, path = 'password'): Promise<string> {
+    checkPassword(password, path);
+    return hash(password);
   }
 
   async setPlan(email: string, plan: string): Promise<Account> {
@@ -65,6 +93,10 @@ export class AccountService {
     const account = await this.repo.findByEmail(normalizeEmail(email));
     if (!account) throw new AppError('not_found', 'No account with this e-mail.');
     return account;
+  }
+
+  findByEmail(email: string): Promise<Account | undefined> {
+    return this.repo.findByEmail(normalizeEmail(email));
   }
 
   findById(id: string, unit?: Unit): Promise<Account | undefined> {

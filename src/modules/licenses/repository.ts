@@ -5,7 +5,30 @@ import type { Unit } from '../../core/unit-of-work.ts';
 import type { Updateable } from 'kysely';
 import { bool, type DeviceRow, flag, type LicenseRow, type LicensesTable } from '../../storage/schema.ts';
 import { normalizeEmail } from '../../core/email.ts';
-import type { ActivationState, Device, License, LicenseFields, LicenseRecord, LicenseRepository, LockedLicense, ValidationRow } from './types.ts';
+import type {
+  ActivationState,
+  Device,
+  License,
+  LicenseFields,
+  LicenseFilter,
+  LicenseRecord,
+  LicenseRepository,
+  LicenseSummary,
+  LockedLicense,
+  SearchPosition,
+  ValidationRow,
+} from './types.ts';
+
+/**
+ * The order a filter pages in, each served by an index of migration 006 so a page reads about
+ * `limit` index entries whatever the account's size: a key prefix in key order (user_id, key);
+ * expired licenses by expiry, newest first (user_id, revoked, expires_at, key); everything else
+ * newest first (user_id, created_at, key), or (user_id, revoked, created_at, key) for a status,
+ * or (user_id, email_normalized, created_at, key) for an address.
+ */
+export function searchOrder(filter: LicenseFilter): 'key' | 'expires_at' | 'created_at' {
+  return filter.keyPrefix !== undefined ? 'key' : filter.status === 'expired' ? 'expires_at' : 'created_at';
+}
 
 const toRecord = (r: LicenseRow): LicenseRecord => ({
   key: r.key,
@@ -217,6 +240,44 @@ export class SqlLicenseRepository implements LicenseRepository {
       byKey.set(d.license_key, list);
     }
     return rows.map((r) => ({ ...toRecord(r), activeDevices: byKey.get(r.key) ?? [] }));
+  }
+
+  /** The statement of one search page (the benchmark and the plan test read it too). */
+  searchQuery(accountId: string, f: LicenseFilter, now: number, o: { limit: number; after?: SearchPosition }) {
+    const order = searchOrder(f);
+    const after = o.after;
+    return this.db
+      .selectFrom('licenses')
+      .selectAll()
+      // Each row's device count in the same statement: one probe of the devices' primary key per row.
+      .select((eb) => eb.selectFrom('devices').select(eb.fn.countAll<number>().as('n')).whereRef('devices.license_key', '=', 'licenses.key').as('device_count'))
+      .where('user_id', '=', accountId)
+      .$if(f.productId !== undefined, (q) => q.where('product_id', '=', f.productId!))
+      .$if(f.email !== undefined, (q) => q.where('email_normalized', '=', f.email!))
+      // The prefix as a key range: an index range scan on both stores (keys are ASCII; the column compares bytewise).
+      .$if(f.keyPrefix !== undefined, (q) => q.where('key', '>=', f.keyPrefix!).where('key', '<', `${f.keyPrefix!}\u007f`))
+      .$if(f.status === 'revoked', (q) => q.where('revoked', '=', flag(true)))
+      .$if(f.status === 'active', (q) =>
+        q.where('revoked', '=', flag(false)).where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)])),
+      )
+      .$if(f.status === 'expired', (q) => q.where('revoked', '=', flag(false)))
+      // Expired pages run down expires_at: the first from now, the next ones from their cursor (which
+      // lies before now and so implies it; given both bounds, SQLite would pick the first).
+      .$if(f.status === 'expired' && after === undefined, (q) => q.where('expires_at', '<=', now))
+      .$if(after !== undefined && order === 'key', (q) => q.where('key', '>', after!.key))
+      // A row-value comparison: both stores use it as the index range's bound (an OR of the two
+      // columns is only a filter, which makes page n read every row before it).
+      .$if(after !== undefined && order !== 'key', (q) =>
+        q.where((eb) => eb(eb.refTuple(order as 'created_at', 'key'), '<', eb.tuple(after!.sort!, after!.key))),
+      )
+      .$if(order === 'key', (q) => q.orderBy('key'))
+      .$if(order !== 'key', (q) => q.orderBy(order, 'desc').orderBy('key', 'desc'))
+      .limit(o.limit);
+  }
+
+  async search(accountId: string, f: LicenseFilter, now: number, o: { limit: number; after?: SearchPosition }): Promise<LicenseSummary[]> {
+    const rows = await this.store.read.all(this.searchQuery(accountId, f, now, o));
+    return rows.map((r) => ({ ...toRecord(r), activeDeviceCount: Number(r.device_count ?? 0) }));
   }
 
   async listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<LicenseRecord[]> {

@@ -9,7 +9,20 @@ import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { ProductService } from '../products/service.ts';
 import { evaluate, type Failure, failureError } from './checks.ts';
 import { type ImportLicenseInput, importedLicense } from './import-rules.ts';
-import type { Device, License, LicenseFields, LicensePage, LicenseRecord, LicenseRepository, LicenseType, LockedLicense } from './types.ts';
+import { searchOrder } from './repository.ts';
+import type {
+  Device,
+  License,
+  LicenseFields,
+  LicenseFilter,
+  LicensePage,
+  LicenseRecord,
+  LicenseRepository,
+  LicenseSummary,
+  LicenseType,
+  LockedLicense,
+  SearchPosition,
+} from './types.ts';
 
 export interface CreateLicenseInput {
   productId: string;
@@ -68,6 +81,46 @@ export type ImportVerdict = { action: 'create' | 'skip'; license: License } | { 
 export interface ImportOutcome {
   created: string[];
   skipped: string[];
+}
+
+/** The dashboard's search: one box for a key (or its start) or an e-mail address, and filters. */
+export interface LicenseSearchQuery {
+  query?: string;
+  productId?: string;
+  status?: LicenseFilter['status'];
+  cursor?: string;
+  limit?: number;
+}
+
+export interface LicenseSearchPage {
+  data: LicenseSummary[];
+  nextCursor: string | null;
+}
+
+const EXPORT_BATCH = 1000;
+
+/** An address when it has an @, else the start of a key. */
+function toFilter(q: LicenseSearchQuery): LicenseFilter {
+  const text = q.query?.trim() ?? '';
+  const filter: LicenseFilter = { productId: q.productId || undefined, status: q.status };
+  if (text.includes('@')) filter.email = normalizeEmail(text);
+  else if (text) filter.keyPrefix = normalizeLicenseKey(text);
+  return filter;
+}
+
+const sortValue = (l: LicenseRecord, filter: LicenseFilter): number | null => {
+  const order = searchOrder(filter);
+  return order === 'key' ? null : order === 'expires_at' ? l.expiresAt : l.createdAt;
+};
+
+function decodePosition(cursor: string): SearchPosition {
+  try {
+    const [sort, key] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as [unknown, unknown];
+    if ((typeof sort === 'number' || sort === null) && typeof key === 'string') return { sort, key };
+  } catch {
+    // fall through
+  }
+  throw invalidRequest('cursor', 'is not a cursor this list returned');
 }
 
 export const LIST_LIMIT_DEFAULT = 50;
@@ -273,6 +326,34 @@ export class LicenseService {
     const more = data.length > limit;
     if (more) data.pop();
     return { data, nextCursor: more ? encodeCursor(data[data.length - 1]!) : null };
+  }
+
+  /** The account's licenses by key prefix or address, product and status, a keyset page at a time (newest first; keys in key order). */
+  async search(principal: Principal, query: LicenseSearchQuery): Promise<LicenseSearchPage> {
+    const filter = toFilter(query);
+    const limit = query.limit ?? LIST_LIMIT_DEFAULT;
+    const data = await this.repo.search(principal.accountId, filter, this.clock(), {
+      limit: limit + 1,
+      after: query.cursor ? decodePosition(query.cursor) : undefined,
+    });
+    const more = data.length > limit;
+    if (more) data.pop();
+    const last = data[data.length - 1];
+    return { data, nextCursor: more && last ? Buffer.from(JSON.stringify([sortValue(last, filter), last.key])).toString('base64url') : null };
+  }
+
+  /** Every license the search matches, in batches of a keyset page each: memory stays flat whatever the count. */
+  async *exportAll(principal: Principal, query: Omit<LicenseSearchQuery, 'cursor' | 'limit'>): AsyncGenerator<LicenseSummary[]> {
+    const filter = toFilter(query);
+    const now = this.clock();
+    let after: SearchPosition | undefined;
+    for (;;) {
+      const batch = await this.repo.search(principal.accountId, filter, now, { limit: EXPORT_BATCH, after });
+      if (batch.length > 0) yield batch;
+      if (batch.length < EXPORT_BATCH) return;
+      const last = batch[batch.length - 1]!;
+      after = { sort: sortValue(last, filter), key: last.key };
+    }
   }
 
   update(principal: Principal, key: string, input: UpdateLicenseInput, outer?: Unit): Promise<License> {

@@ -46,6 +46,28 @@ export interface LicensePage {
   nextCursor: string | null;
 }
 
+/** What the dashboard filters an account's licenses by (each filter has an index, migration 006). */
+export interface LicenseFilter {
+  productId?: string;
+  /** `expired` includes licenses of products with fallback (their status is `fallbacked`). */
+  status?: 'active' | 'expired' | 'revoked';
+  /** An exact e-mail address (normalized). */
+  email?: string;
+  /** The start of a key (normalized). */
+  keyPrefix?: string;
+}
+
+/** A license in a list: its record and how many devices use it. */
+export interface LicenseSummary extends LicenseRecord {
+  activeDeviceCount: number;
+}
+
+/** Keyset position: the last row's sort value (created_at, expires_at, or none when sorting by key) and key. */
+export interface SearchPosition {
+  sort: number | null;
+  key: string;
+}
+
 /** A license locked for a read-check-write unit, with what the checks need. */
 export interface LockedLicense {
   license: LicenseRecord;
@@ -70,6 +92,8 @@ export interface LicenseRepository {
   /** The public hot path: license, product fallback flag and asking device in one statement. */
   findForValidation(key: string, deviceIdentifier: string): Promise<ValidationRow | undefined>;
   listByProduct(accountId: string, productId: string, options: { email?: string; limit: number; after?: { createdAt: number; key: string } }): Promise<License[]>;
+  /** A page of the account's licenses matching `filter`, after `after`, in the filter's order (see the repository). */
+  search(accountId: string, filter: LicenseFilter, now: number, options: { limit: number; after?: SearchPosition }): Promise<LicenseSummary[]>;
   /** Every license of the account's product (for a product's forced delete). */
   listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<LicenseRecord[]>;
   /** Reads the license (the account's, when given) and locks it against concurrent units until `unit` ends. */

@@ -137,3 +137,30 @@ export function webhookDisabledMail(d: WebhookDisabledMailData): RenderedMail {
   ].join('\n');
   return { subject: 'A webhook endpoint was disabled', text, html: layout('A webhook endpoint was disabled', `${d.url} failed for a day`, body) };
 }
+
+export interface PasswordResetMailData {
+  url: string;
+  validForMinutes: number;
+}
+
+export function passwordResetMail(d: PasswordResetMailData): RenderedMail {
+  const body = html`
+<h1 style="margin:0 0 12px 0;font-size:22px;line-height:1.3;">Reset your dashboard password</h1>
+<p style="margin:0 0 8px 0;color:#374151;">Someone asked to reset the password of the Tessera dashboard account for this address.</p>
+${button('Choose a new password', d.url)}
+<p style="margin:0 0 8px 0;font-size:14px;color:#4b5563;">The link works once, for ${d.validForMinutes} minutes. If the button does not work, copy this address into your browser:</p>
+<p style="margin:0 0 16px 0;font-size:13px;color:#4b5563;word-break:break-all;">${d.url}</p>
+<p style="margin:0 0 24px 0;font-size:14px;color:#4b5563;">If you did not ask for this, ignore this e-mail: your password stays as it is.</p>`;
+  const text = [
+    'Reset your dashboard password',
+    '',
+    'Someone asked to reset the password of the Tessera dashboard account for this address. Choose a new one here:',
+    '',
+    d.url,
+    '',
+    `The link works once, for ${d.validForMinutes} minutes.`,
+    'If you did not ask for this, ignore this e-mail: your password stays as it is.',
+    '',
+  ].join('\n');
+  return { subject: 'Reset your dashboard password', text, html: layout('Reset your dashboard password', 'Choose a new password', body) };
+}

@@ -1,12 +1,10 @@
 import { html, type SafeHtml } from '../../http/html.ts';
+import { type Notice, renderNotice as notice } from '../../http/web/notice.ts';
 import { layout as webLayout } from '../../http/web/pages.ts';
 import { devicesLabel, formatDate, licenseTypeLabel } from '../mail/format.ts';
 import { type DevicePage, DEVICES_PER_PAGE, type PortalDevice, type PortalLicense } from './service.ts';
 
-export interface Notice {
-  tone: 'ok' | 'warn' | 'bad';
-  text: string;
-}
+export type { Notice };
 
 const STATUS_LABEL: Record<PortalLicense['status'], string> = {
   active: 'Active',
@@ -27,9 +25,6 @@ const layout = (title: string, content: SafeHtml, options: { narrow?: boolean; w
     ...options,
     footer: 'Links sent by e-mail work for 2 hours. Keep your license keys private.',
   });
-
-const notice = (n: Notice | undefined) =>
-  n && html`<div class="notice ${n.tone}" role="${n.tone === 'ok' ? 'status' : 'alert'}">${n.text}</div>`;
 
 export function requestPage(d: { email: string; csrf: string; notice?: Notice; error?: string }): string {
   return layout(
@@ -113,7 +108,7 @@ function licenseCard(l: PortalLicense, csrf: string, purchaseId: string | undefi
   const id = `license-${l.key}`;
   return html`<article class="card" id="${id}" aria-labelledby="${id}-title">
 <div class="card-head"><h2 id="${id}-title">${l.productName}</h2><span class="badge ${l.status}">${STATUS_LABEL[l.status]}</span></div>
-<div class="key"><code aria-label="License key">${l.key}</code><button type="button" class="secondary" data-copy="${l.key}" hidden>Copy key</button></div>
+<div class="key"><code aria-label="License key">${l.key}</code><button type="button" class="secondary" data-copy="${l.key}" hidden data-copied="License key copied to the clipboard.">Copy key</button></div>
 <dl class="facts">
 <div><dt>License</dt><dd>${licenseTypeLabel(l.type)}</dd></div>
 <div><dt>${l.type === 'timed' ? 'Valid until' : 'Expires'}</dt><dd>${l.expiresAt === null ? 'Never' : formatDate(l.expiresAt)}</dd></div>

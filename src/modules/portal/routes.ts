@@ -8,7 +8,8 @@ import { Email, errorResponses } from '../../http/schema-helpers.ts';
 import { formatDate } from '../mail/format.ts';
 import { PORTAL_CSS, PORTAL_JS } from './assets.ts';
 import { cookie as webCookie, readCookie } from '../../http/web/cookies.ts';
-import { Csrf } from '../../http/web/csrf.ts';
+import type { Csrf } from '../../http/web/csrf.ts';
+import { CsrfCookie } from '../../http/web/csrf-cookie.ts';
 import { sendPage as send, webPages } from '../../http/web/pages.ts';
 import { devicesPage, invalidLinkPage, messagePage, type Notice, portalPage, requestPage } from './pages.ts';
 import type { PortalScope, PortalService, TokenRecord } from './service.ts';
@@ -88,23 +89,13 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
   const limit = (max: number, timeWindow: number) => (limits.enabled ? { rateLimit: { max, timeWindow } } : {}) as LimitConfig;
   const pageLimit = limit(limits.perClientPerMinute, MINUTE);
 
-  /** The browser's CSRF cookie value, set on first sight. */
-  function browserValue(req: FastifyRequest, reply: FastifyReply): string {
-    let value = readCookie(req.headers.cookie, CSRF_COOKIE);
-    if (!value) {
-      value = Csrf.newBrowserValue();
-      void reply.header('set-cookie', cookie(CSRF_COOKIE, value, { secure: secureCookies }));
-    }
-    return value;
-  }
-
+  const csrfCookie = new CsrfCookie(csrf, CSRF_COOKIE, { path: '/portal', secure: secureCookies });
   /**
    * Tokens of signed-in pages are bound to the session (its stored id, the hash of its token, never
    * the cookie's value): a cookie/token pair issued to one visitor is no pair for another's session.
    */
   const binding = (session: TokenRecord | undefined) => session?.tokenHash ?? '';
-  const csrfValid = (req: FastifyRequest, token: string | undefined, session?: TokenRecord) =>
-    csrf.verify(readCookie(req.headers.cookie, CSRF_COOKIE), token, binding(session));
+  const csrfValid = (req: FastifyRequest, token: string | undefined, session?: TokenRecord) => csrfCookie.verify(req, token, binding(session));
 
   const csrfRefused = (reply: FastifyReply, back: string) =>
     send(
@@ -122,7 +113,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
   async function renderPortal(req: FastifyRequest, reply: FastifyReply, status: number, session: TokenRecord, notice?: Notice) {
     const licenses = await portal.licenses(session);
     const invoiced = invoices ? await invoices.invoicedPurchases(session, licenses.map((l) => l.key)) : undefined;
-    return send(reply, status, portalPage({ email: session.email, licenses, invoices: invoiced, csrf: csrf.token(browserValue(req, reply), binding(session)), notice, expiresAt: session.expiresAt }));
+    return send(reply, status, portalPage({ email: session.email, licenses, invoices: invoiced, csrf: csrfCookie.token(req, reply, binding(session)), notice, expiresAt: session.expiresAt }));
   }
 
   const sessionEnded = (reply: FastifyReply) => reply.redirect('/portal/request?notice=session-ended', 303);
@@ -135,7 +126,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
   );
 
   app.get('/portal/request', { config: pageLimit, schema: { hide: true, querystring: RequestQuery } }, async (req, reply) => {
-    const page = requestPage({ email: req.query.email ?? '', csrf: csrf.token(browserValue(req, reply)), notice: NOTICES.get(req.query.notice) });
+    const page = requestPage({ email: req.query.email ?? '', csrf: csrfCookie.token(req, reply), notice: NOTICES.get(req.query.notice) });
     return send(reply, 200, page);
   });
 
@@ -146,7 +137,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
       if (!csrfValid(req, req.body.csrf)) return csrfRefused(reply, `/portal/request`);
       const email = req.body.email.trim();
       const again = (status: number, extra: { notice?: Notice; error?: string }) =>
-        send(reply, status, requestPage({ email, csrf: csrf.token(browserValue(req, reply)), ...extra }));
+        send(reply, status, requestPage({ email, csrf: csrfCookie.token(req, reply), ...extra }));
       let outcome: Awaited<ReturnType<PortalService['requestLink']>>;
       try {
         const linkLimits = { perClient: limits.linksPerAddressPerClientPerHour, perAddress: limits.linksPerAddressPerHour };

@@ -10,15 +10,22 @@ export interface TokenIssuer {
   sealForActivation(productIds: string | string[]): Promise<ActivationSeal>;
 }
 
+/** Counts successful activations and validations (the dashboard's activity): an in-memory increment, no I/O. */
+export interface ActivityCounter {
+  activated(accountId: string, productId: string): void;
+  validated(accountId: string, productId: string): void;
+}
+
 export interface PublicRoutesOptions {
   licenses: LicenseService;
   tokens?: TokenIssuer;
+  activity?: ActivityCounter;
 }
 
 const tags = ['Public'];
 
 /** Public API, called from client apps: no API key, the license key travels in the body. */
-export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = async (app, { licenses, tokens }) => {
+export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = async (app, { licenses, tokens, activity }) => {
 
   app.post(
     '/public/licenses/activate',
@@ -36,6 +43,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = asyn
       // The token is signed inside the activation: if signing fails, the device keeps no slot.
       const seal = tokens ? await tokens.sealForActivation(productId) : undefined;
       const activation = await licenses.publicActivate(licenseKey, productId, { identifier: deviceIdentifier, name: deviceName }, seal);
+      activity?.activated(activation.license.userId, activation.license.productId);
       return {
         isValid: true,
         status: activation.status,
@@ -62,6 +70,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = asyn
       const { licenseKey, deviceIdentifier, productId } = req.body;
       const result = await licenses.publicValidate(licenseKey, productId, deviceIdentifier);
       if (!result.isValid) return { isValid: false, status: null, device: null, license: null, reason: result.reason };
+      activity?.validated(result.license.userId, result.license.productId);
       return { isValid: true, status: result.status, device: deviceView(result.device), license: publicLicenseView(result.license) };
     },
   );

@@ -6,12 +6,14 @@ import { publicLicenseTokenRoutes } from '../license-tokens/routes.ts';
 import type { LicenseService } from '../licenses/service.ts';
 import type { ProductImageService } from '../product-images/service.ts';
 import { publicProductImageRoutes } from '../product-images/routes.ts';
-import { publicRoutes } from './routes.ts';
+import { type ActivityCounter, publicRoutes } from './routes.ts';
 
 export interface PublicApiOptions {
   licenses: LicenseService;
   tokens: LicenseTokenService;
   images: ProductImageService;
+  /** Where successful activations and validations are counted (the dashboard's activity). */
+  activity?: ActivityCounter;
   /** Requests per minute per client address on each public endpoint, or false when limits are off. */
   perClientPerMinute: number | false;
 }
@@ -23,7 +25,7 @@ const MINUTE = 60_000;
  * programs): one encapsulated scope that owns its CORS and its rate limit, so they apply to exactly
  * these routes. Register it under `/api/v1`.
  */
-export const publicApi: FastifyPluginAsync<PublicApiOptions> = async (app, { licenses, tokens, images, perClientPerMinute }) => {
+export const publicApi: FastifyPluginAsync<PublicApiOptions> = async (app, { licenses, tokens, images, activity, perClientPerMinute }) => {
   allowAnyOrigin(app);
   app.options('/public/*', { schema: { hide: true } }, corsPreflight);
   if (perClientPerMinute !== false) {
@@ -33,7 +35,7 @@ export const publicApi: FastifyPluginAsync<PublicApiOptions> = async (app, { lic
       if (req.method !== 'OPTIONS') await limit.call(app, req, reply);
     });
   }
-  await app.register(publicRoutes, { licenses, tokens });
+  await app.register(publicRoutes, { licenses, tokens, activity });
   await app.register(publicLicenseTokenRoutes, { tokens });
   await app.register(publicProductImageRoutes, { images });
   // An unknown public path is a 404 a browser can read: answered in this scope, with its CORS

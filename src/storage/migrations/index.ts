@@ -4,6 +4,7 @@ import * as m002LicenseTokens from './002_license_tokens.ts';
 import * as m003PortalMail from './003_portal_mail.ts';
 import * as m004Outbox from './004_outbox.ts';
 import * as m005Payments from './005_payments.ts';
+import * as m006Dashboard from './006_dashboard.ts';
 import * as m007WebhooksAudit from './007_webhooks_audit.ts';
 import * as m008Idempotency from './008_idempotency.ts';
 import * as m009Hardening from './009_hardening.ts';
@@ -19,6 +20,7 @@ export const migrations: Record<string, Migration> = {
   '003_portal_mail': m003PortalMail,
   '004_outbox': m004Outbox,
   '005_payments': m005Payments,
+  '006_dashboard': m006Dashboard,
   '007_webhooks_audit': m007WebhooksAudit,
   '008_idempotency': m008Idempotency,
   '009_hardening': m009Hardening,

@@ -1,0 +1,63 @@
+import type { Unit } from '../../core/unit-of-work.ts';
+import type { Store } from '../../storage/index.ts';
+import { executorOf } from '../../storage/unit-of-work.ts';
+import type { DashboardRepository, DashboardSession, PasswordReset } from './service.ts';
+
+type SessionRow = { id: string; token_hash: string; user_id: string; created_at: number; last_seen_at: number };
+const toSession = (r: SessionRow): DashboardSession => ({ id: r.id, userId: r.user_id, createdAt: Number(r.created_at), lastSeenAt: Number(r.last_seen_at) });
+
+export class SqlDashboardRepository implements DashboardRepository {
+  constructor(private readonly store: Store) {}
+
+  private get db() {
+    return this.store.db;
+  }
+
+  async insertSession(unit: Unit, tokenHash: string, s: DashboardSession): Promise<void> {
+    await executorOf(unit).run(
+      this.db.insertInto('dashboard_sessions').values({ id: s.id, token_hash: tokenHash, user_id: s.userId, created_at: s.createdAt, last_seen_at: s.lastSeenAt }),
+    );
+  }
+
+  async findSession(tokenHash: string, seenAfter: number): Promise<DashboardSession | undefined> {
+    const row = await this.store.read.first(
+      this.db.selectFrom('dashboard_sessions').selectAll().where('token_hash', '=', tokenHash).where('last_seen_at', '>', seenAfter),
+    );
+    return row && toSession(row);
+  }
+
+  async touchSession(unit: Unit, id: string, at: number): Promise<void> {
+    await executorOf(unit).run(this.db.updateTable('dashboard_sessions').set({ last_seen_at: at }).where('id', '=', id));
+  }
+
+  async deleteSession(unit: Unit, tokenHash: string): Promise<void> {
+    await executorOf(unit).run(this.db.deleteFrom('dashboard_sessions').where('token_hash', '=', tokenHash));
+  }
+
+  async deleteSessionsOf(unit: Unit, userId: string, idleBefore: number): Promise<void> {
+    const ex = executorOf(unit);
+    await ex.run(this.db.deleteFrom('dashboard_sessions').where('user_id', '=', userId));
+    // Housekeeping on a rare path: sessions idle past their end, of any account.
+    await ex.run(this.db.deleteFrom('dashboard_sessions').where('last_seen_at', '<=', idleBefore));
+  }
+
+  async insertReset(unit: Unit, tokenHash: string, r: PasswordReset): Promise<void> {
+    const ex = executorOf(unit);
+    // One live link per account: a new request replaces the older one; expired links of anyone go too.
+    await ex.run(this.db.deleteFrom('dashboard_password_resets').where((eb) => eb.or([eb('user_id', '=', r.userId), eb('expires_at', '<=', r.createdAt)])));
+    await ex.run(this.db.insertInto('dashboard_password_resets').values({ token_hash: tokenHash, user_id: r.userId, expires_at: r.expiresAt, created_at: r.createdAt }));
+  }
+
+  async findReset(tokenHash: string, now: number): Promise<PasswordReset | undefined> {
+    const row = await this.store.read.first(this.db.selectFrom('dashboard_password_resets').selectAll().where('token_hash', '=', tokenHash).where('expires_at', '>', now));
+    return row && { userId: row.user_id, expiresAt: Number(row.expires_at), createdAt: Number(row.created_at) };
+  }
+
+  async takeReset(unit: Unit, tokenHash: string, now: number): Promise<string | undefined> {
+    const ex = executorOf(unit);
+    const row = await ex.first(this.db.selectFrom('dashboard_password_resets').select('user_id').where('token_hash', '=', tokenHash).where('expires_at', '>', now));
+    if (!row) return undefined;
+    // Single use: of two concurrent uses, only the one whose delete removed the row goes on.
+    return (await ex.run(this.db.deleteFrom('dashboard_password_resets').where('token_hash', '=', tokenHash))) === 1 ? row.user_id : undefined;
+  }
+}

@@ -1,0 +1,258 @@
+import multipart from '@fastify/multipart';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { normalizeEmail } from '../../core/email.ts';
+import { AppError } from '../../core/errors.ts';
+import { cookie, readCookie } from '../../http/web/cookies.ts';
+import { CsrfCookie } from '../../http/web/csrf-cookie.ts';
+import type { Csrf } from '../../http/web/csrf.ts';
+import type { Notice } from '../../http/web/notice.ts';
+import { sendPage as send, webPages } from '../../http/web/pages.ts';
+import type { Services } from '../../services.ts';
+import { IMAGE_MAX_BYTES } from '../product-images/service.ts';
+import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts';
+import { accountFormPage, forgotPage, loginPage, messagePage, resetPage } from './auth-pages.ts';
+import { fieldErrors, type FormBody } from './forms.ts';
+import { NOTICES } from './screen.ts';
+import { SCREENS } from './screens.ts';
+import { dashboardPrincipal, type SignedIn } from './service.ts';
+import { emptyForm, NAV } from './views.ts';
+
+export interface DashboardLimits {
+  enabled: boolean;
+  /** Every dashboard page, per client address and minute. */
+  perClientPerMinute: number;
+  /** Log-in and reset requests per 15 minutes, per e-mail address and per client address. */
+  loginsPerAddress: number;
+  loginsPerClient: number;
+}
+
+export interface DashboardRouteOptions {
+  services: Services;
+  csrf: Csrf;
+  secureCookies: boolean;
+  signupOpen: boolean;
+  limits: DashboardLimits;
+}
+
+const SESSION_COOKIE = 'tessera_dashboard';
+const CSRF_COOKIE = 'tessera_dashboard_csrf';
+const FORM_LIMIT = 64 * 1024;
+const MINUTE = 60_000;
+const SESSION_COOKIE_MAX_AGE = 30 * 24 * 3600; // the server ends idle sessions after 7 days; the cookie only outlives them
+
+const AUTH_NOTICES = new Map<string | undefined, Notice>([
+  ['signed-out', { tone: 'ok', text: 'You are logged out.' }],
+  ['session-ended', { tone: 'warn', text: 'Your session has ended. Log in again to continue.' }],
+  ['password-reset', { tone: 'ok', text: 'Your password is changed. Log in with the new one.' }],
+]);
+
+/** Only a path inside the dashboard: never another site (no open redirect). */
+const safeNext = (next: unknown): string | undefined =>
+  typeof next === 'string' && /^\/dashboard(\/[A-Za-z0-9_\-./?=&%]*)?$/.test(next) && !next.includes('//') ? next : undefined;
+
+/**
+ * The operator dashboard: server-rendered pages on the web kit (the portal's stack), usable
+ * without JavaScript. Sign-in pages are open; every other page needs a session, and every POST
+ * there a CSRF token bound to that session.
+ */
+export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async (app, { services, csrf, secureCookies, signupOpen, limits }) => {
+  const auth = services.dashboard;
+  // HTML pages, not API: none of them goes in the OpenAPI document.
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
+  webPages(app, {
+    name: 'dashboard',
+    assetsPrefix: '/dashboard/assets/',
+    formLimit: FORM_LIMIT,
+    errorPage: (status) =>
+      status === 404
+        ? messagePage({ title: 'Not found', text: 'There is nothing here, or it belongs to another account.', action: { text: 'Back to the dashboard', href: '/dashboard' } })
+        : status === 429
+          ? messagePage({ title: 'Too many requests', text: 'Please wait a few minutes and try again.', action: { text: 'Back to the dashboard', href: '/dashboard' } })
+          : status === 413
+            ? messagePage({ title: 'That was too large', text: 'The upload is larger than allowed. Images can be at most 1 MiB.', action: { text: 'Back to the dashboard', href: '/dashboard' } })
+            : status >= 500
+              ? messagePage({ title: 'Something went wrong', text: 'We could not complete that. Please try again in a moment.', action: { text: 'Back to the dashboard', href: '/dashboard' } })
+              : messagePage({ title: 'That did not work', text: 'The request was not understood. Go back and try again.', action: { text: 'Back to the dashboard', href: '/dashboard' } }),
+  });
+  await app.register(multipart, { limits: { fileSize: IMAGE_MAX_BYTES, files: 1, fields: 4, fieldSize: 512, parts: 5 } });
+
+  const csrfCookie = new CsrfCookie(csrf, CSRF_COOKIE, { path: '/dashboard', secure: secureCookies });
+  const sessionCookie = (value: string, maxAge: number) => cookie(SESSION_COOKIE, value, { path: '/dashboard', secure: secureCookies, maxAge });
+  const setSession = (reply: FastifyReply, signedIn: SignedIn) => reply.header('set-cookie', sessionCookie(signedIn.token, SESSION_COOKIE_MAX_AGE));
+  const signIn = (reply: FastifyReply, signedIn: SignedIn, next = '/dashboard') => setSession(reply, signedIn).redirect(next, 303);
+
+  type LimitConfig = { rateLimit: { max: number; timeWindow: number } };
+  const pageLimit = (limits.enabled ? { rateLimit: { max: limits.perClientPerMinute, timeWindow: MINUTE } } : {}) as LimitConfig;
+  const loginWindow = 15 * MINUTE;
+  // Two counters on the sign-in forms, both kept by @fastify/rate-limit (so in Redis when it is).
+  // Per client: the route's limit, on the request.
+  const loginLimit = (limits.enabled ? { rateLimit: { max: limits.loginsPerClient, timeWindow: loginWindow } } : {}) as LimitConfig;
+  // Per address: asked once the body is parsed, through createRateLimit (the plugin's store), since
+  // the plugin runs only one route limit per request.
+  const perAddress = limits.enabled
+    ? app.createRateLimit({
+        max: limits.loginsPerAddress,
+        timeWindow: loginWindow,
+        keyGenerator: (req) => `dashboard-login:${normalizeEmail(String((req.body as FormBody | undefined)?.email ?? ''))}`,
+      })
+    : undefined;
+  const addressLimit = async (req: FastifyRequest, reply: FastifyReply) => {
+    const result = perAddress && (await perAddress(req));
+    if (!result || result.isAllowed || !result.isExceeded) return;
+    void reply
+      .header('ratelimit-limit', String(result.max))
+      .header('ratelimit-remaining', '0')
+      .header('ratelimit-reset', String(result.ttlInSeconds))
+      .header('retry-after', String(result.ttlInSeconds));
+    throw new AppError('rate_limited', 'Too many attempts for this address.');
+  };
+
+  const refused = (reply: FastifyReply, back: string) =>
+    send(reply, 403, messagePage({ title: 'This form has expired', text: 'For your security the form could not be accepted. Go back, reload the page and try again.', action: { text: 'Reload', href: back } }));
+  const form = (req: FastifyRequest) => (req.body ?? {}) as FormBody;
+
+  app.get('/dashboard/assets/dashboard.css', async (_req, reply) =>
+    reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(DASHBOARD_CSS),
+  );
+  app.get('/dashboard/assets/dashboard.js', async (_req, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(DASHBOARD_JS),
+  );
+
+  // First run: the setup page until an account exists, then never again.
+  for (const kind of ['setup', 'signup'] as const) {
+    const allowed = async () => (kind === 'setup' ? auth.needsSetup() : signupOpen);
+    app.get(`/dashboard/${kind}`, { config: pageLimit }, async (req, reply) => {
+      if (!(await allowed())) return reply.redirect('/dashboard/login', 303);
+      return send(reply, 200, accountFormPage({ kind, form: emptyForm(), csrf: csrfCookie.token(req, reply) }));
+    });
+    app.post(`/dashboard/${kind}`, { config: loginLimit, bodyLimit: FORM_LIMIT }, async (req, reply) => {
+      if (!(await allowed())) return reply.redirect('/dashboard/login', 303);
+      const body = form(req);
+      if (!csrfCookie.verify(req, body.csrf)) return refused(reply, `/dashboard/${kind}`);
+      const email = (body.email ?? '').trim();
+      try {
+        return signIn(reply, kind === 'setup' ? await auth.setUp(email, body.password ?? '') : await auth.signUp(email, body.password ?? ''));
+      } catch (error) {
+        const errors = fieldErrors(error);
+        if (!errors) throw error;
+        return send(reply, 400, accountFormPage({ kind, form: { values: { email }, errors }, csrf: csrfCookie.token(req, reply) }));
+      }
+    });
+  }
+
+  app.get('/dashboard/login', { config: pageLimit }, async (req, reply) => {
+    if (await auth.needsSetup()) return reply.redirect('/dashboard/setup', 303);
+    const q = req.query as { next?: string; notice?: string };
+    const page = loginPage({ form: emptyForm(), csrf: csrfCookie.token(req, reply), next: safeNext(q.next), signupOpen, notice: AUTH_NOTICES.get(q.notice) });
+    return send(reply, 200, page);
+  });
+
+  app.post('/dashboard/login', { config: loginLimit, preHandler: addressLimit, bodyLimit: FORM_LIMIT }, async (req, reply) => {
+    const body = form(req);
+    if (!csrfCookie.verify(req, body.csrf)) return refused(reply, '/dashboard/login');
+    const email = (body.email ?? '').trim();
+    const signedIn = email && body.password ? await auth.logIn(email, body.password) : undefined;
+    if (signedIn) return signIn(reply, signedIn, safeNext(body.next));
+    // One message whether or not the address has an account.
+    const page = loginPage({
+      form: { values: { email }, errors: { _form: 'The e-mail address or the password is not right.' } },
+      csrf: csrfCookie.token(req, reply),
+      next: safeNext(body.next),
+      signupOpen,
+    });
+    return send(reply, 401, page);
+  });
+
+  app.get('/dashboard/forgot', { config: pageLimit }, async (req, reply) =>
+    send(reply, 200, forgotPage({ form: emptyForm(), csrf: csrfCookie.token(req, reply) })),
+  );
+
+  app.post('/dashboard/forgot', { config: loginLimit, preHandler: addressLimit, bodyLimit: FORM_LIMIT }, async (req, reply) => {
+    const body = form(req);
+    if (!csrfCookie.verify(req, body.csrf)) return refused(reply, '/dashboard/forgot');
+    const email = (body.email ?? '').trim();
+    try {
+      await auth.requestReset(email);
+    } catch (error) {
+      const errors = fieldErrors(error);
+      if (!errors) throw error;
+      return send(reply, 400, forgotPage({ form: { values: { email }, errors }, csrf: csrfCookie.token(req, reply) }));
+    }
+    // The same answer whether or not the address has an account.
+    const notice: Notice = { tone: 'ok', text: `If ${email} has an account, a link to reset its password is on its way. It works once, for 1 hour.` };
+    return send(reply, 200, forgotPage({ form: emptyForm({ email }), csrf: csrfCookie.token(req, reply), notice }));
+  });
+
+  const deadLink = () =>
+    messagePage({ title: 'This link does not work', text: 'Reset links work once, for 1 hour. Ask for a new one.', action: { text: 'Ask for a new link', href: '/dashboard/forgot' } });
+
+  app.get('/dashboard/reset', { config: pageLimit }, async (req, reply) => {
+    const token = (req.query as { token?: unknown }).token;
+    if (typeof token !== 'string' || token.length > 128 || !(await auth.resetLinkValid(token))) return send(reply, 400, deadLink());
+    return send(reply, 200, resetPage({ form: emptyForm(), csrf: csrfCookie.token(req, reply), token }));
+  });
+
+  app.post('/dashboard/reset', { config: loginLimit, bodyLimit: FORM_LIMIT }, async (req, reply) => {
+    const body = form(req);
+    if (!csrfCookie.verify(req, body.csrf)) return refused(reply, '/dashboard/forgot');
+    const token = (body.token ?? '').slice(0, 128);
+    let done: boolean;
+    try {
+      done = await auth.resetPassword(token, body.password ?? '');
+    } catch (error) {
+      const errors = fieldErrors(error);
+      if (!errors) throw error;
+      return send(reply, 400, resetPage({ form: { values: {}, errors }, csrf: csrfCookie.token(req, reply), token }));
+    }
+    if (!done) return send(reply, 400, deadLink());
+    return reply.header('set-cookie', sessionCookie('', 0)).redirect('/dashboard/login?notice=password-reset', 303);
+  });
+
+  app.post('/dashboard/logout', { config: pageLimit, bodyLimit: FORM_LIMIT }, async (req, reply) => {
+    const token = readCookie(req.headers.cookie, SESSION_COOKIE);
+    const current = token ? await auth.session(token) : undefined;
+    if (current && !csrfCookie.verify(req, form(req).csrf, current.session.id)) return refused(reply, '/dashboard');
+    if (token && current) await auth.logOut(token);
+    return reply.header('set-cookie', sessionCookie('', 0)).redirect('/dashboard/login?notice=signed-out', 303);
+  });
+
+  for (const screen of SCREENS) {
+    if (screen.nav && !NAV.some((n) => n.href === screen.nav!.href)) NAV.push(screen.nav);
+    for (const [code, notice] of Object.entries(screen.notices ?? {})) NOTICES.set(code, notice);
+  }
+
+  await app.register(async (signedIn: FastifyInstance) => {
+    signedIn.decorateRequest('dashboard', null as never);
+    if (limits.enabled) {
+      signedIn.addHook('onRequest', signedIn.rateLimit({ max: limits.perClientPerMinute, timeWindow: MINUTE, keyGenerator: (req) => `dashboard:${req.ip}` }));
+    }
+    signedIn.addHook('onRequest', async (req, reply) => {
+      if (req.url.startsWith('/dashboard/assets/')) return;
+      const token = readCookie(req.headers.cookie, SESSION_COOKIE);
+      const current = token ? await auth.session(token) : undefined;
+      if (!current) {
+        if (await auth.needsSetup()) return reply.redirect('/dashboard/setup', 303);
+        const next = req.method === 'GET' ? safeNext(req.url) : undefined;
+        const notice = token ? 'notice=session-ended' : '';
+        const query = [next && `next=${encodeURIComponent(next)}`, notice].filter(Boolean).join('&');
+        return reply.redirect(`/dashboard/login${query ? `?${query}` : ''}`, 303);
+      }
+      req.dashboard = {
+        principal: dashboardPrincipal(current.account.id),
+        account: current.account,
+        session: current.session,
+        viewer: { email: current.account.email, csrf: csrfCookie.token(req, reply, current.session.id) },
+      };
+    });
+    // Every urlencoded POST carries the token bound to this session; multipart forms check theirs in the handler.
+    signedIn.addHook('preHandler', async (req, reply) => {
+      if (req.method !== 'POST' || req.isMultipart()) return;
+      if (!csrfCookie.verify(req, form(req).csrf, req.dashboard.session.id)) return refused(reply, req.url);
+    });
+    const verifyCsrf = (req: FastifyRequest, token: unknown) => csrfCookie.verify(req, token, req.dashboard.session.id);
+    const refuse = (reply: FastifyReply) => refused(reply, '/dashboard');
+    for (const screen of SCREENS) await signedIn.register(screen.routes, { services, verifyCsrf, refuse, setSession });
+  });
+};

@@ -1,0 +1,12 @@
+import type { Screen } from './screen.ts';
+import { accountScreen } from './screens/account.ts';
+import { activityScreen } from './screens/activity.ts';
+import { apiKeysScreen } from './screens/api-keys.ts';
+import { homeScreen } from './screens/home.ts';
+import { licensesScreen } from './screens/licenses.ts';
+import { portalScreen } from './screens/portal.ts';
+import { productsScreen } from './screens/products.ts';
+import { tokensScreen } from './screens/tokens.ts';
+
+/** The dashboard's screens in navigation order: a new screen is one file in screens/ and one line here. */
+export const SCREENS: Screen[] = [homeScreen, productsScreen, tokensScreen, licensesScreen, apiKeysScreen, portalScreen, activityScreen, accountScreen];

@@ -1,0 +1,56 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { html } from '../../../http/html.ts';
+import { MIN_PASSWORD } from '../../accounts/service.ts';
+import { fieldErrors } from '../forms.ts';
+import { formOf, redirectWith, render, type Screen } from '../screen.ts';
+import { csrfInput, emptyForm, type FormState, formError, input, pageHead, when } from '../views.ts';
+
+const SECTION = '/dashboard/account';
+
+function accountPage(req: FastifyRequest, reply: FastifyReply, o: { status?: number; form?: FormState } = {}) {
+  const { account, viewer } = req.dashboard;
+  const form = o.form ?? emptyForm();
+  return render(req, reply, {
+    status: o.status,
+    title: 'Account',
+    section: SECTION,
+    content: html`${pageHead('Account')}
+<div class="grid top">
+<section class="card" aria-labelledby="who-title"><h2 id="who-title">Your account</h2>
+<dl class="facts"><div><dt>E-mail</dt><dd>${account.email}</dd></div><div><dt>Plan</dt><dd>${account.plan === 'plus' ? 'Plus' : 'Free'}</dd></div><div><dt>Since</dt><dd>${when(account.createdAt)}</dd></div></dl>
+<p class="hint">${account.plan === 'plus' ? 'Plus includes product images in purchase e-mails.' : 'The plus plan adds product images to purchase e-mails; your server operator changes plans with the CLI.'}</p>
+</section>
+<form class="panel" method="post" action="${SECTION}/password" novalidate>
+<h2>Change your password</h2>
+<p class="hint">Every other browser signed in to this account is signed out.</p>
+${formError(form)}
+${csrfInput(viewer.csrf)}
+${input({ name: 'currentPassword', label: 'Current password', type: 'password', form: { ...form, values: {} }, required: true, attrs: html` autocomplete="current-password"` })}
+${input({ name: 'newPassword', label: 'New password', type: 'password', form: { ...form, values: {} }, required: true, hint: `At least ${MIN_PASSWORD} characters.`, attrs: html` autocomplete="new-password" minlength="${MIN_PASSWORD}"` })}
+<div class="form-foot"><button type="submit">Change password</button></div>
+</form>
+</div>`,
+  });
+}
+
+export const accountScreen: Screen = {
+  nav: { label: 'Account', href: SECTION },
+  notices: { 'password-changed': { tone: 'ok', text: 'Password changed. Other browsers are signed out.' } },
+  routes: async (app, { services, setSession }) => {
+    app.get(SECTION, async (req, reply) => accountPage(req, reply));
+
+    app.post(`${SECTION}/password`, async (req, reply) => {
+      const f = formOf(req);
+      try {
+        const signedIn = await services.dashboard.changePassword(req.dashboard.account.id, f.currentPassword ?? '', f.newPassword ?? '');
+        // This browser continues on a new session; every old one (this one's included) has ended.
+        setSession(reply, signedIn);
+        return redirectWith(reply, SECTION, 'password-changed');
+      } catch (error) {
+        const errors = fieldErrors(error);
+        if (!errors) throw error;
+        return accountPage(req, reply, { status: 400, form: { values: {}, errors } });
+      }
+    });
+  },
+};

@@ -1,0 +1,347 @@
+import { Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isWellFormedLicenseKey, normalizeLicenseKey } from '../../../core/license-key.ts';
+import { licenseStatus, type LicenseStatus } from '../../../core/license-status.ts';
+import { notFound } from '../../../core/errors.ts';
+import { html, type SafeHtml } from '../../../http/html.ts';
+import type { Notice } from '../../../http/web/notice.ts';
+import { CreateLicenseBody, UpdateLicenseBody } from '../../licenses/schemas.ts';
+import type { LicenseSearchQuery } from '../../licenses/service.ts';
+import type { License, LicenseRecord } from '../../licenses/types.ts';
+import type { Product } from '../../products/service.ts';
+import { checked, fieldErrors, nullable, parseWith, whole } from '../forms.ts';
+import { askFirst, confirmed, formOf, redirectWith, render, type Screen, type ScreenOptions } from '../screen.ts';
+import { actionButton, checkbox, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, select, table, when } from '../views.ts';
+
+const SECTION = '/dashboard/licenses';
+const path = (key: string) => `${SECTION}/${encodeURIComponent(key)}`;
+const STATUS_LABEL: Record<LicenseStatus, string> = { active: 'Active', expired: 'Expired', revoked: 'Revoked', fallbacked: 'Expired (fallback)' };
+const STATUSES = ['active', 'expired', 'revoked'] as const;
+const PAGE_SIZE = 50;
+
+type Services = ScreenOptions['services'];
+type ListQuery = { q?: string; product?: string; status?: string; cursor?: string };
+
+/** The list's query string, as typed (bounded): the same filters drive the page, its pager and the CSV export. */
+function searchOf(q: ListQuery): LicenseSearchQuery {
+  const status = STATUSES.find((s) => s === q.status);
+  return { query: q.q?.slice(0, 254), productId: q.product?.slice(0, 64) || undefined, status, cursor: q.cursor?.slice(0, 512) || undefined };
+}
+
+const queryString = (q: Record<string, string | undefined>) => {
+  const params = new URLSearchParams(Object.entries(q).filter((e): e is [string, string] => Boolean(e[1])));
+  const s = params.toString();
+  return s ? `?${s}` : '';
+};
+
+const badge = (s: LicenseStatus) => html`<span class="badge ${s}">${STATUS_LABEL[s]}</span>`;
+
+function statusOf(l: LicenseRecord, products: Map<string, Product>, now: number): LicenseStatus {
+  return licenseStatus(l, products.get(l.productId)?.fallbackEnabled ?? false, now);
+}
+
+/** A CSV cell: quoted when needed; a leading = + - @ is defused so spreadsheets never run it as a formula. */
+function csvCell(value: string | number | null): string {
+  let s = value === null ? '' : String(value);
+  if (/^[=+\-@\t\r]/.test(s)) s = `'${s}`;
+  return /[",\r\n']/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+const CSV_HEADER = ['key', 'product_id', 'product_name', 'email', 'type', 'status', 'expires_at', 'max_devices', 'active_devices', 'created_at'];
+
+function licenseForm(csrf: string, form: FormState, action: string, submit: string, products?: Product[]): SafeHtml {
+  return html`<form class="panel limit" method="post" action="${action}" novalidate>
+${formError(form)}
+${csrfInput(csrf)}
+${products ? select({ name: 'productId', label: 'Product', form, options: products.map((p) => ({ value: p.id, label: p.name })) }) : ''}
+${select({ name: 'type', label: 'Type', form, options: [{ value: 'perpetual', label: 'Perpetual (never expires)' }, { value: 'timed', label: 'Timed (expires on a date)' }] })}
+${input({ name: 'expiresAt', label: 'Expires on', type: 'date', form, hint: 'For timed licenses only: the license stops working at 00:00 UTC that day.' })}
+${input({ name: 'maxDevices', label: 'Devices allowed', type: 'number', form, required: true, attrs: html` min="1" max="100000"` })}
+${input({ name: 'email', label: "Customer's e-mail", type: 'email', form, hint: 'Optional. The customer sees the license in the portal with this address.', attrs: html` maxlength="254"` })}
+${products ? checkbox({ name: 'sendEmail', label: 'Send the purchase e-mail with the key to this address', form }) : ''}
+<div class="form-foot"><button type="submit">${submit}</button><a class="button secondary" href="${SECTION}">Cancel</a></div>
+</form>`;
+}
+
+/** The form's fields as the API names them; the date is ignored for a perpetual license. */
+function licenseBody(f: Record<string, string | undefined>) {
+  return {
+    type: f.type,
+    expiresAt: f.type === 'perpetual' ? null : nullable(f.expiresAt),
+    maxDevices: whole(f.maxDevices),
+    email: nullable(f.email),
+  };
+}
+
+const dateValue = (ms: number | null) => (ms === null ? '' : new Date(ms).toISOString().slice(0, 10));
+
+async function licensePage(req: FastifyRequest, reply: FastifyReply, services: Services, key: string, o: { status?: number; form?: FormState; notice?: Notice } = {}) {
+  const { principal, viewer } = req.dashboard;
+  const l: License = await services.licenses.get(principal, key);
+  const product = await services.products.get(principal, l.productId);
+  const status = licenseStatus(l, product.fallbackEnabled, services.clock());
+  const p = path(l.key);
+  const actions = html`${l.revoked ? actionButton(viewer, `${p}/unrevoke`, 'Un-revoke', 'secondary') : actionButton(viewer, `${p}/revoke`, 'Revoke…', 'danger')}${
+    l.email ? actionButton(viewer, `${p}/send-email`, 'Resend purchase e-mail', 'secondary') : ''
+  }${actionButton(viewer, `${p}/delete`, 'Delete…', 'danger')}`;
+  const devices =
+    l.activeDevices.length === 0
+      ? html`<p class="hint">No device has activated this license yet.</p>`
+      : html`${table(
+          'Devices',
+          ['Name', 'Identifier', 'Activated', { text: 'Action', className: 'num' }],
+          l.activeDevices.map(
+            (d) =>
+              html`<tr><td>${d.name}</td><td><code>${d.identifier}</code></td><td>${when(d.activationDate)}</td><td class="num">${actionButton(viewer, `${p}/devices/remove`, `Remove ${d.name}…`, 'secondary small', { device: d.identifier })}</td></tr>`,
+          ),
+        )}<div class="form-foot">${actionButton(viewer, `${p}/devices/reset`, 'Reset all devices…', 'secondary')}</div>`;
+  const form =
+    o.form ?? emptyForm({ type: l.type, expiresAt: dateValue(l.expiresAt), maxDevices: String(l.maxDevices), email: l.email ?? '' });
+  return render(req, reply, {
+    status: o.status,
+    title: `License ${l.key}`,
+    section: SECTION,
+    notice: o.notice,
+    content: html`${pageHead(
+      'License',
+      html`<span class="key-text">${l.key}</span> ${badge(status)} <button type="button" class="secondary small" data-copy="${l.key}" data-copied="License key copied to the clipboard." hidden>Copy key</button>`,
+      actions,
+      html`<a href="${SECTION}">Licenses</a>`,
+    )}
+<p id="copy-status" class="hint" role="status" aria-live="polite"></p>
+<dl class="facts">
+<div><dt>Product</dt><dd><a href="/dashboard/products/${product.id}">${product.name}</a></dd></div>
+<div><dt>Customer</dt><dd>${l.email ?? 'No e-mail'}</dd></div>
+<div><dt>Expires</dt><dd>${when(l.expiresAt)}</dd></div>
+<div><dt>Devices</dt><dd>${l.activeDevices.length} of ${l.maxDevices}</dd></div>
+<div><dt>Created</dt><dd>${when(l.createdAt)}</dd></div>
+</dl>
+<section class="card spaced" aria-labelledby="devices-title"><h2 id="devices-title">Devices</h2>${devices}</section>
+<section aria-labelledby="edit-title"><h2 id="edit-title">Edit</h2>${licenseForm(viewer.csrf, form, p, 'Save changes')}</section>`,
+  });
+}
+
+export const licensesScreen: Screen = {
+  nav: { label: 'Licenses', href: SECTION },
+  notices: {
+    'license-created': { tone: 'ok', text: 'License created.' },
+    'license-created-mailed': { tone: 'ok', text: 'License created. The purchase e-mail is on its way.' },
+    'license-saved': { tone: 'ok', text: 'Changes saved.' },
+    'license-revoked': { tone: 'ok', text: 'License revoked. Apps using it stop working at their next validation.' },
+    'license-unrevoked': { tone: 'ok', text: 'License restored.' },
+    'license-deleted': { tone: 'ok', text: 'License deleted.' },
+    'device-removed': { tone: 'ok', text: 'Device removed. Its slot is free again.' },
+    'devices-reset': { tone: 'ok', text: 'All devices removed.' },
+    'email-sent': { tone: 'ok', text: 'The purchase e-mail is on its way.' },
+  },
+  routes: async (app, { services }) => {
+    app.get<{ Querystring: ListQuery }>(SECTION, async (req, reply) => {
+      const { principal } = req.dashboard;
+      const products = await services.products.list(principal);
+      const byId = new Map(products.map((p) => [p.id, p]));
+      const search = searchOf(req.query);
+      const page = await services.licenses.search(principal, { ...search, limit: PAGE_SIZE });
+      const now = services.clock();
+      const filters = { q: req.query.q, product: search.productId, status: search.status };
+      const form = emptyForm(filters);
+      const filtered = Boolean(search.query || search.productId || search.status);
+      const head = pageHead(
+        'Licenses',
+        'Find a license by its key or the customer\'s e-mail address.',
+        html`<a class="button" href="${SECTION}/new${search.productId ? `?product=${search.productId}` : ''}">New license</a><a class="button secondary" href="${SECTION}/export.csv${queryString(filters)}">Export CSV</a>`,
+      );
+      const filterForm = html`<form class="filters" method="get" action="${SECTION}" role="search">
+${input({ name: 'q', label: 'Key or e-mail', type: 'search', form, wide: true, attrs: html` maxlength="254"` })}
+${select({ name: 'product', label: 'Product', form, options: [{ value: '', label: 'All products' }, ...products.map((p) => ({ value: p.id, label: p.name }))] })}
+${select({ name: 'status', label: 'Status', form, options: [{ value: '', label: 'Any status' }, ...STATUSES.map((s) => ({ value: s, label: STATUS_LABEL[s] }))] })}
+<button type="submit">Search</button>${filtered ? html`<a href="${SECTION}">Clear</a>` : ''}
+</form>`;
+      let body: SafeHtml;
+      if (page.data.length === 0) {
+        body =
+          products.length === 0
+            ? emptyState('Licenses belong to a product. Create your first product, then issue its licenses here.', html`<a class="button" href="/dashboard/products/new">Create a product</a>`)
+            : filtered || search.cursor
+              ? emptyState('No license matches. Check the key or address, or clear the filters.', html`<a class="button secondary" href="${SECTION}">Show all licenses</a>`)
+              : emptyState('No licenses yet. Create one by hand, or let your store create them through the API.', html`<a class="button" href="${SECTION}/new">Create a license</a>`);
+      } else {
+        body = html`${table(
+          'Licenses',
+          ['Key', 'Customer', { text: 'Product', className: 'hide-phone' }, 'Status', { text: 'Devices', className: 'num' }, { text: 'Expires', className: 'hide-phone' }, { text: 'Created', className: 'hide-phone' }],
+          page.data.map(
+            (l) =>
+              html`<tr><td><a class="key-text" href="${path(l.key)}">${l.key}</a></td><td>${l.email ?? '—'}</td><td class="hide-phone">${byId.get(l.productId)?.name ?? l.productId}</td><td>${badge(
+                statusOf(l, byId, now),
+              )}</td><td class="num">${l.activeDeviceCount} / ${l.maxDevices}</td><td class="hide-phone">${when(l.expiresAt)}</td><td class="hide-phone">${when(l.createdAt)}</td></tr>`,
+          ),
+        )}
+<div class="pager">${search.cursor ? html`<a href="${SECTION}${queryString(filters)}">First page</a>` : html`<span></span>`}${
+          page.nextCursor ? html`<a class="button secondary" href="${SECTION}${queryString({ ...filters, cursor: page.nextCursor })}">Next page</a>` : ''
+        }</div>`;
+      }
+      return render(req, reply, { title: 'Licenses', section: SECTION, content: html`${head}${filterForm}${body}` });
+    });
+
+    app.get<{ Querystring: ListQuery }>(`${SECTION}/export.csv`, async (req, reply) => {
+      const { principal } = req.dashboard;
+      const products = await services.products.list(principal);
+      const byId = new Map(products.map((p) => [p.id, p]));
+      const { cursor: _ignored, ...search } = searchOf(req.query);
+      const now = services.clock();
+      const batches = services.licenses.exportAll(principal, search);
+      async function* rows() {
+        yield `${CSV_HEADER.join(',')}\r\n`;
+        for await (const batch of batches) {
+          let chunk = '';
+          for (const l of batch) {
+            const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+            chunk += `${[l.key, l.productId, byId.get(l.productId)?.name ?? '', l.email, l.type, statusOf(l, byId, now), iso(l.expiresAt), l.maxDevices, l.activeDeviceCount, iso(l.createdAt)].map(csvCell).join(',')}\r\n`;
+          }
+          yield chunk;
+        }
+      }
+      const stamp = new Date(now).toISOString().slice(0, 10);
+      return reply
+        .type('text/csv; charset=utf-8')
+        .header('content-disposition', `attachment; filename="licenses-${stamp}.csv"`)
+        .send(Readable.from(rows()));
+    });
+
+    const newPage = async (req: FastifyRequest, reply: FastifyReply, form: FormState, status = 200) => {
+      const products = await services.products.list(req.dashboard.principal);
+      const content =
+        products.length === 0
+          ? html`${pageHead('New license')}${emptyState('Licenses belong to a product. Create a product first.', html`<a class="button" href="/dashboard/products/new">Create a product</a>`)}`
+          : html`${pageHead('New license', 'A new key is generated for you.', undefined, html`<a href="${SECTION}">Licenses</a>`)}${licenseForm(req.dashboard.viewer.csrf, form, `${SECTION}/new`, 'Create license', products)}`;
+      return render(req, reply, { status, title: 'New license', section: SECTION, content });
+    };
+
+    app.get<{ Querystring: { product?: string } }>(`${SECTION}/new`, async (req, reply) =>
+      newPage(req, reply, emptyForm({ productId: req.query.product, type: 'perpetual', maxDevices: '1' })),
+    );
+
+    app.post(`${SECTION}/new`, async (req, reply) => {
+      const f = formOf(req);
+      try {
+        const body = parseWith(CreateLicenseBody, { productId: f.productId ?? '', ...licenseBody(f), sendEmail: checked(f.sendEmail) });
+        const license = await services.licenses.create(req.dashboard.principal, body);
+        return redirectWith(reply, path(license.key), body.sendEmail ? 'license-created-mailed' : 'license-created');
+      } catch (error) {
+        const errors = fieldErrors(error);
+        if (!errors) throw error;
+        return newPage(req, reply, { values: f, errors }, 400);
+      }
+    });
+
+    /** A key in a path: well-formed or not found (nothing else reaches a service). */
+    const keyOf = (raw: string) => {
+      const key = normalizeLicenseKey(raw);
+      if (!isWellFormedLicenseKey(key)) throw notFound('License');
+      return key;
+    };
+
+    app.get<{ Params: { key: string } }>(`${SECTION}/:key`, async (req, reply) => licensePage(req, reply, services, keyOf(req.params.key)));
+
+    app.post<{ Params: { key: string } }>(`${SECTION}/:key`, async (req, reply) => {
+      const key = keyOf(req.params.key);
+      const f = formOf(req);
+      try {
+        await services.licenses.update(req.dashboard.principal, key, parseWith(UpdateLicenseBody, licenseBody(f)));
+        return redirectWith(reply, path(key), 'license-saved');
+      } catch (error) {
+        const errors = fieldErrors(error);
+        if (!errors) throw error;
+        return licensePage(req, reply, services, key, { status: 400, form: { values: f, errors } });
+      }
+    });
+
+    app.post<{ Params: { key: string } }>(`${SECTION}/:key/revoke`, async (req, reply) => {
+      const key = keyOf(req.params.key);
+      await services.licenses.get(req.dashboard.principal, key);
+      if (!confirmed(req)) {
+        return askFirst(req, reply, {
+          section: SECTION,
+          title: 'Revoke this license?',
+          text: `Apps using ${key} stop working at their next validation. You can un-revoke it later.`,
+          action: `${path(key)}/revoke`,
+          button: 'Revoke license',
+          cancel: path(key),
+        });
+      }
+      await services.licenses.update(req.dashboard.principal, key, { revoked: true });
+      return redirectWith(reply, path(key), 'license-revoked');
+    });
+
+    app.post<{ Params: { key: string } }>(`${SECTION}/:key/unrevoke`, async (req, reply) => {
+      const key = keyOf(req.params.key);
+      await services.licenses.update(req.dashboard.principal, key, { revoked: false });
+      return redirectWith(reply, path(key), 'license-unrevoked');
+    });
+
+    app.post<{ Params: { key: string } }>(`${SECTION}/:key/send-email`, async (req, reply) => {
+      const key = keyOf(req.params.key);
+      try {
+        await services.licenses.sendPurchaseEmail(req.dashboard.principal, key);
+      } catch (error) {
+        if (!fieldErrors(error)) throw error;
+        return licensePage(req, reply, services, key, { status: 400, notice: { tone: 'bad', text: 'This license has no e-mail address. Add one first.' } });
+      }
+      return redirectWith(reply, path(key), 'email-sent');
+    });
+
+    app.post<{ Params: { key: string } }>(`${SECTION}/:key/devices/remove`, async (req, reply) => {
+      const key = keyOf(req.params.key);
+      const device = (formOf(req).device ?? '').slice(0, 256);
+      const license = await services.licenses.get(req.dashboard.principal, key);
+      const found = license.activeDevices.find((d) => d.identifier === device);
+      if (!found) return redirectWith(reply, path(key), 'device-removed');
+      if (!confirmed(req)) {
+        return askFirst(req, reply, {
+          section: SECTION,
+          title: `Remove ${found.name}?`,
+          text: `The device ${found.name} (${found.identifier}) is signed out of this license and its slot is freed.`,
+          action: `${path(key)}/devices/remove`,
+          button: 'Remove device',
+          cancel: path(key),
+          fields: { device },
+        });
+      }
+      await services.licenses.removeDevice(req.dashboard.principal, key, device);
+      return redirectWith(reply, path(key), 'device-removed');
+    });
+
+    app.post<{ Params: { key: string } }>(`${SECTION}/:key/devices/reset`, async (req, reply) => {
+      const key = keyOf(req.params.key);
+      await services.licenses.get(req.dashboard.principal, key);
+      if (!confirmed(req)) {
+        return askFirst(req, reply, {
+          section: SECTION,
+          title: 'Remove all devices?',
+          text: 'Every device is signed out of this license; the customer can activate it again anywhere.',
+          action: `${path(key)}/devices/reset`,
+          button: 'Remove all devices',
+          cancel: path(key),
+        });
+      }
+      await services.licenses.resetDevices(req.dashboard.principal, key);
+      return redirectWith(reply, path(key), 'devices-reset');
+    });
+
+    app.post<{ Params: { key: string } }>(`${SECTION}/:key/delete`, async (req, reply) => {
+      const key = keyOf(req.params.key);
+      await services.licenses.get(req.dashboard.principal, key);
+      if (!confirmed(req)) {
+        return askFirst(req, reply, {
+          section: SECTION,
+          title: 'Delete this license?',
+          text: `${key} and its devices are deleted; apps using it stop working. This cannot be undone.`,
+          action: `${path(key)}/delete`,
+          button: 'Delete license',
+          cancel: path(key),
+        });
+      }
+      await services.licenses.delete(req.dashboard.principal, key);
+      return redirectWith(reply, SECTION, 'license-deleted');
+    });
+  },
+};

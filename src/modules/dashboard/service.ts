@@ -1,0 +1,165 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { isValidEmail, normalizeEmail } from '../../core/email.ts';
+import { AppError, invalidRequest } from '../../core/errors.ts';
+import type { Principal } from '../../core/principal.ts';
+import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
+import type { Account, AccountService } from '../accounts/service.ts';
+import type { MailQueue } from '../mail/queue.ts';
+import { passwordResetMail } from '../mail/templates.ts';
+
+const MINUTE = 60_000;
+export const SESSION_IDLE_MS = 7 * 24 * 60 * MINUTE;
+export const RESET_VALIDITY_MS = 60 * MINUTE;
+/** last_seen_at is written at most this often per session: a write per page view buys nothing. */
+const TOUCH_INTERVAL_MS = 5 * MINUTE;
+
+export interface DashboardSession {
+  /** Stable and not secret: CSRF tokens are bound to it. */
+  id: string;
+  userId: string;
+  createdAt: number;
+  lastSeenAt: number;
+}
+
+export interface PasswordReset {
+  userId: string;
+  expiresAt: number;
+  createdAt: number;
+}
+
+export interface DashboardRepository {
+  insertSession(unit: Unit, tokenHash: string, session: DashboardSession): Promise<void>;
+  /** The session whose cookie hashes to `tokenHash`, unless idle since `seenAfter` or earlier. */
+  findSession(tokenHash: string, seenAfter: number): Promise<DashboardSession | undefined>;
+  touchSession(unit: Unit, id: string, at: number): Promise<void>;
+  deleteSession(unit: Unit, tokenHash: string): Promise<void>;
+  /** Ends every session of the account (and drops sessions idle since `idleBefore`). */
+  deleteSessionsOf(unit: Unit, userId: string, idleBefore: number): Promise<void>;
+  insertReset(unit: Unit, tokenHash: string, reset: PasswordReset): Promise<void>;
+  findReset(tokenHash: string, now: number): Promise<PasswordReset | undefined>;
+  /** Consumes a live reset link: the account's id, or undefined when unknown, expired or already used. */
+  takeReset(unit: Unit, tokenHash: string, now: number): Promise<string | undefined>;
+}
+
+export interface SignedIn {
+  /** The cookie's value (secret; only its hash is stored). */
+  token: string;
+  session: DashboardSession;
+}
+
+const newToken = (): string => randomBytes(32).toString('base64url');
+/** 256 random bits: a plain SHA-256 makes a stolen table useless. */
+const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
+
+/** The principal every dashboard page acts as: the signed-in operator, for their account. */
+export const dashboardPrincipal = (userId: string): Principal => ({ accountId: userId, actor: { type: 'dashboard_user', userId } });
+
+/**
+ * Dashboard accounts and sessions: first-run setup, sign-up, log-in, server-side sessions (7 days
+ * idle), password change and reset by e-mail. Accounts themselves (and the password rule) belong
+ * to the account service.
+ */
+export class DashboardAuthService {
+  constructor(
+    private readonly repo: DashboardRepository,
+    private readonly units: UnitRunner,
+    private readonly accounts: AccountService,
+    private readonly mail: MailQueue,
+    private readonly baseUrl: string,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  async needsSetup(): Promise<boolean> {
+    return (await this.accounts.count()) === 0;
+  }
+
+  /** The first account, only while none exists; signed in at once. */
+  async setUp(email: string, password: string): Promise<SignedIn> {
+    if (!(await this.needsSetup())) throw new AppError('not_found', 'The dashboard is already set up.');
+    return this.signUp(email, password);
+  }
+
+  async signUp(email: string, password: string): Promise<SignedIn> {
+    const account = await this.accounts.create({ email, password });
+    return this.startSession(account.id);
+  }
+
+  /** undefined for a wrong address or password alike: the caller shows one message for both. */
+  async logIn(email: string, password: string): Promise<SignedIn | undefined> {
+    const account = await this.accounts.verifyPassword(email, password);
+    return account && this.startSession(account.id);
+  }
+
+  async session(token: string): Promise<{ session: DashboardSession; account: Account } | undefined> {
+    const now = this.clock();
+    const session = await this.repo.findSession(hashToken(token), now - SESSION_IDLE_MS);
+    if (!session) return undefined;
+    const account = await this.accounts.findById(session.userId);
+    if (!account) return undefined;
+    if (now - session.lastSeenAt >= TOUCH_INTERVAL_MS) await this.units.run((unit) => this.repo.touchSession(unit, session.id, now));
+    return { session, account };
+  }
+
+  logOut(token: string): Promise<void> {
+    return this.units.run((unit) => this.repo.deleteSession(unit, hashToken(token)));
+  }
+
+  /** Ends every session of the account, this one included; the browser that asked gets a new one. */
+  async changePassword(userId: string, current: string, next: string): Promise<SignedIn> {
+    const account = await this.accounts.findById(userId);
+    if (!account || !(await this.accounts.verifyPassword(account.email, current))) throw invalidRequest('currentPassword', 'is not your current password');
+    const passwordHash = await this.accounts.hashNewPassword(next, 'newPassword');
+    const signedIn = this.newSession(userId);
+    await this.units.run(async (unit) => {
+      await this.accounts.setPassword(unit, userId, passwordHash);
+      await this.repo.deleteSessionsOf(unit, userId, this.clock() - SESSION_IDLE_MS);
+      await this.repo.insertSession(unit, hashToken(signedIn.token), signedIn.session);
+    });
+    return signedIn;
+  }
+
+  /** Queues a single-use link valid 1 hour when the address has an account; the caller answers the same either way. */
+  async requestReset(rawEmail: string): Promise<void> {
+    const email = normalizeEmail(rawEmail);
+    if (!isValidEmail(email)) throw invalidRequest('email', 'must be a valid e-mail address');
+    const account = await this.accounts.findByEmail(email);
+    if (!account) return;
+    const token = newToken();
+    const now = this.clock();
+    const url = `${this.baseUrl}/dashboard/reset?token=${token}`;
+    const mail = passwordResetMail({ url, validForMinutes: RESET_VALIDITY_MS / MINUTE });
+    await this.units.run(async (unit) => {
+      await this.repo.insertReset(unit, hashToken(token), { userId: account.id, expiresAt: now + RESET_VALIDITY_MS, createdAt: now });
+      await this.mail.queue(unit, { kind: 'password_reset', to: account.email, replyTo: null, ...mail });
+    });
+  }
+
+  /** Whether a reset link is live (the form is shown only then). */
+  async resetLinkValid(token: string): Promise<boolean> {
+    return (await this.repo.findReset(hashToken(token), this.clock())) !== undefined;
+  }
+
+  /** Uses the link once: the new password, every session ended. false when the link is dead. */
+  async resetPassword(token: string, password: string): Promise<boolean> {
+    const passwordHash = await this.accounts.hashNewPassword(password);
+    const now = this.clock();
+    return this.units.run(async (unit) => {
+      const userId = await this.repo.takeReset(unit, hashToken(token), now);
+      if (!userId) return false;
+      await this.accounts.setPassword(unit, userId, passwordHash);
+      await this.repo.deleteSessionsOf(unit, userId, now - SESSION_IDLE_MS);
+      return true;
+    });
+  }
+
+  private async startSession(userId: string): Promise<SignedIn> {
+    const signedIn = this.newSession(userId);
+    await this.units.run((unit) => this.repo.insertSession(unit, hashToken(signedIn.token), signedIn.session));
+    return signedIn;
+  }
+
+  private newSession(userId: string): SignedIn {
+    const now = this.clock();
+    return { token: newToken(), session: { id: randomUUID(), userId, createdAt: now, lastSeenAt: now } };
+  }
+}

@@ -1,0 +1,205 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { available, BROWSER_CASE_TIMEOUT, closeChromium, DESKTOP, freePort, launchChromium, PHONE, type Running, SHOTS, startApp, stopApp } from '../support/browser.ts';
+import { TestSmtpServer } from '../support/smtp.ts';
+import { waitFor } from '../support/wait.ts';
+import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.ts';
+
+const PASSWORD = 'correct horse battery';
+
+for (const kind of storeKinds()) {
+  describe.skipIf(!available)(`dashboard in Chromium [${kind}]`, () => {
+    const smtp = new TestSmtpServer();
+    let database: TestDatabase;
+    let running: Running | undefined;
+    let context: BrowserContext;
+    let page: Page;
+
+    /** Desktop and phone pictures of the page as it is now (kept in docs/screenshots with UPDATE_SCREENSHOTS=1). */
+    async function shoot(name: string): Promise<void> {
+      await page.screenshot({ path: join(SHOTS, `dashboard-${name}-desktop.png`), fullPage: true });
+      await page.setViewportSize(PHONE);
+      await page.screenshot({ path: join(SHOTS, `dashboard-${name}-phone.png`), fullPage: true });
+      await page.setViewportSize(DESKTOP);
+    }
+
+    const heading = () => page.getByRole('heading', { level: 1 }).textContent();
+    const nav = (name: string) => page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name, exact: true }).click();
+
+    beforeAll(async () => {
+      database = await createTestDatabase(kind);
+      running = await startApp(database, await freePort(), await smtp.start());
+      context = await launchChromium();
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: running.baseUrl });
+      page = await context.newPage();
+      await page.setViewportSize(DESKTOP);
+      mkdirSync(SHOTS, { recursive: true });
+    });
+
+    afterAll(async () => {
+      await closeChromium(context);
+      await stopApp(running);
+      await smtp.stop();
+      await database?.drop();
+    });
+
+    it('takes a new operator from setup to a product ready to sell, and back out', async () => {
+      const base = running!.baseUrl;
+      // First run: the setup page, then log out and in again.
+      await page.goto(`${base}/dashboard`);
+      expect(await heading()).toBe('Set up Tessera');
+      await shoot('setup');
+      await page.getByLabel('E-mail address').fill('owner@aurora.test');
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Create account' }).click();
+      expect(await heading()).toBe('Overview');
+      await page.getByRole('button', { name: 'Log out' }).click();
+      expect(await heading()).toBe('Log in');
+      await page.getByLabel('E-mail address').fill('owner@aurora.test');
+      await page.getByLabel('Password').fill('not my password');
+      await page.getByRole('button', { name: 'Log in' }).click();
+      expect(await page.getByRole('alert').textContent()).toContain('The e-mail address or the password is not right.');
+      await shoot('login');
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Log in' }).click();
+      expect(await heading()).toBe('Overview');
+      expect(await page.getByRole('link', { name: 'Create a product' }).isVisible()).toBe(true);
+      await shoot('overview-empty');
+
+      // A product, then its customization.
+      await nav('Products');
+      expect(await page.getByText('You have no products yet.').isVisible()).toBe(true);
+      await page.getByRole('link', { name: 'Create your first product' }).click();
+      await page.getByLabel('Name', { exact: true }).fill('Aurora Photo');
+      await page.getByLabel('Description').fill('Fast, private photo editing.');
+      await page.getByLabel('Support e-mail').fill('support@aurora.test');
+      await page.getByRole('button', { name: 'Create product' }).click();
+      expect(await page.getByRole('status').first().textContent()).toContain('Product created.');
+      expect(await heading()).toBe('Aurora Photo');
+      await page.getByLabel('Note to customers').fill('Download the installer and paste your key.');
+      await page.getByLabel('Button text').fill('Download');
+      await page.getByLabel('Button link').fill('https://aurora.test/download?key={key}');
+      await page.getByLabel('Customers may reset their devices in the portal').uncheck();
+      await page.getByLabel('Resets allowed per license').fill('0');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      expect(await page.getByText('Portal device reset limit must be at least 1.').isVisible()).toBe(true);
+      await page.getByLabel('Resets allowed per license').fill('2');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      expect(await page.getByRole('status').first().textContent()).toContain('Changes saved.');
+      expect(await page.getByLabel('Customers may reset their devices in the portal').isChecked()).toBe(false);
+      expect(await page.getByLabel('Button link').inputValue()).toBe('https://aurora.test/download?key={key}');
+      await shoot('product');
+
+      // License tokens: turn them on, copy the public key.
+      await page.getByRole('link', { name: 'License tokens' }).click();
+      await page.getByLabel('Issue license tokens on activation').check();
+      await page.getByRole('button', { name: 'Save settings' }).click();
+      expect(await page.getByRole('status').first().textContent()).toContain('Token settings saved.');
+      const pem = (await page.locator('#public-key-pem').textContent())!;
+      expect(pem).toContain('-----BEGIN PUBLIC KEY-----');
+      await page.getByRole('button', { name: 'Copy PEM' }).click();
+      await page.getByText('Public key (PEM) copied to the clipboard.').waitFor();
+      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(pem);
+      const jwk = JSON.parse((await page.locator('#public-key-jwk').textContent())!);
+      expect(jwk).toMatchObject({ kty: 'EC', crv: 'P-256', alg: 'ES256' });
+      await shoot('tokens');
+
+      // A license, by hand.
+      await nav('Licenses');
+      await page.getByRole('link', { name: 'New license' }).click();
+      await page.getByLabel('Type').selectOption('timed');
+      await page.getByLabel('Expires on').fill('2031-06-30');
+      await page.getByLabel('Devices allowed').fill('2');
+      await page.getByLabel("Customer's e-mail").fill('customer@example.com');
+      await page.getByRole('button', { name: 'Create license' }).click();
+      expect(await page.getByRole('status').first().textContent()).toContain('License created.');
+      const key = (await page.locator('.key-text').first().textContent())!.trim();
+      expect(key).toMatch(/^[A-Z0-9]{5}(-[A-Z0-9]{5}){4}$/);
+
+      // An API key, shown once, used against the server API (it activates a device for the license).
+      await nav('API keys');
+      expect(await page.getByText('No API keys yet.').isVisible()).toBe(true);
+      await page.getByLabel('Name').fill('Web shop');
+      await page.getByRole('button', { name: 'Create API key' }).click();
+      const secret = (await page.locator('#new-api-key').textContent())!;
+      expect(secret).toMatch(/^sk_/);
+      await shoot('api-keys');
+      const products = await (await fetch(`${base}/api/v1/products`, { headers: { authorization: `Bearer ${secret}` } })).json();
+      expect(products.data?.[0]?.name ?? products[0]?.name).toBe('Aurora Photo');
+      const pid = (products.data?.[0] ?? products[0]).id as string;
+      for (const [identifier, name] of [['mac-1', 'MacBook Pro'], ['pc-2', 'Studio PC']]) {
+        const res = await fetch(`${base}/api/v1/public/licenses/activate`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ licenseKey: key, productId: pid, deviceIdentifier: identifier, deviceName: name }),
+        });
+        expect(res.status).toBe(200);
+      }
+      // The list shows the key's last use (recorded in the background after the request).
+      await waitFor(async () => {
+        await page.goto(`${base}/dashboard/api-keys`);
+        return (await page.getByRole('cell', { name: 'Never' }).count()) === 0;
+      });
+
+      // Find the license by e-mail, revoke it (asked first), remove a device (asked first).
+      await nav('Licenses');
+      await page.getByLabel('Key or e-mail').fill('CUSTOMER@example.com');
+      await page.getByRole('button', { name: 'Search' }).click();
+      await shoot('licenses');
+      await page.getByRole('link', { name: key }).click();
+      expect(await page.getByRole('cell', { name: 'MacBook Pro', exact: true }).isVisible()).toBe(true);
+      await shoot('license');
+      await page.getByRole('button', { name: 'Revoke…' }).click();
+      expect(await heading()).toBe('Revoke this license?');
+      await shoot('confirm');
+      await page.getByRole('button', { name: 'Revoke license' }).click();
+      expect(await page.getByRole('status').first().textContent()).toContain('License revoked.');
+      expect(await page.locator('.badge').first().textContent()).toBe('Revoked');
+      await page.getByRole('button', { name: 'Remove MacBook Pro…' }).click();
+      expect(await heading()).toBe('Remove MacBook Pro?');
+      await page.getByRole('link', { name: 'Cancel' }).click();
+      expect(await page.getByRole('cell', { name: 'MacBook Pro', exact: true }).isVisible()).toBe(true);
+      await page.getByRole('button', { name: 'Remove MacBook Pro…' }).click();
+      await page.getByRole('button', { name: 'Remove device' }).click();
+      expect(await page.getByRole('status').first().textContent()).toContain('Device removed.');
+      expect(await page.getByRole('cell', { name: 'MacBook Pro', exact: true }).count()).toBe(0);
+      expect(await page.getByRole('cell', { name: 'Studio PC', exact: true }).isVisible()).toBe(true);
+
+      // CSV export of the filtered list.
+      await nav('Licenses');
+      const download = page.waitForEvent('download');
+      await page.getByRole('link', { name: 'Export CSV' }).click();
+      const csv = readFileSync((await (await download).path())!, 'utf8');
+      expect(csv.split('\r\n')[0]).toContain('active_devices');
+      expect(csv).toContain(`${key},${pid},Aurora Photo,customer@example.com,timed,revoked,2031-06-30T00:00:00.000Z,2,1,`);
+
+      // A private portal link, opened.
+      await nav('Portal');
+      await page.getByLabel("Customer's e-mail").fill('customer@example.com');
+      await page.getByRole('button', { name: 'Create link' }).click();
+      const url = (await page.locator('#portal-link').textContent())!;
+      expect(url).toContain('/portal?token=');
+      await shoot('portal');
+      const customer = await context.newPage();
+      await customer.goto(url);
+      expect(await customer.getByRole('heading', { name: 'Aurora Photo' }).isVisible()).toBe(true);
+      expect(await customer.getByText(key).first().isVisible()).toBe(true);
+      await customer.close();
+
+      // Activity, account; the API key revoked (asked first) stops working.
+      await nav('Activity');
+      expect(await page.getByRole('img').first().getAttribute('aria-label')).toContain('2 activations');
+      await shoot('activity');
+      await nav('Account');
+      await shoot('account');
+      await nav('API keys');
+      await page.getByRole('button', { name: 'Revoke Web shop…' }).click();
+      await page.getByRole('button', { name: 'Revoke API key' }).click();
+      expect((await fetch(`${base}/api/v1/products`, { headers: { authorization: `Bearer ${secret}` } })).status).toBe(403);
+      await nav('Overview');
+      await shoot('overview');
+    }, BROWSER_CASE_TIMEOUT * 2);
+  });
+}

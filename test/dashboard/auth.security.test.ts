@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { createTenant, useTestApp } from '../support/app.ts';
+import { PASSWORD, signIn, textOf, WebBrowser } from '../support/dashboard.ts';
+import { forEachStore } from '../support/stores.ts';
+
+const SCREENS = ['/dashboard', '/dashboard/products', '/dashboard/products/new', '/dashboard/licenses', '/dashboard/licenses/new', '/dashboard/licenses/export.csv', '/dashboard/api-keys', '/dashboard/portal', '/dashboard/activity', '/dashboard/account'];
+
+forEachStore('dashboard sign-in security', (kind) => {
+  describe('without limits', () => {
+    const ctx = useTestApp(kind);
+
+    it('sends a logged-out visitor of every screen, and every form post, to the log-in page', async () => {
+      await createTenant(ctx);
+      const browser = new WebBrowser(ctx);
+      for (const url of SCREENS) {
+        const res = await browser.request('GET', url);
+        expect(res.status, url).toBe(303);
+        expect(res.headers.location, url).toMatch(/^\/dashboard\/login/);
+      }
+      const post = await browser.request('POST', '/dashboard/products/new', { name: 'Sneaky' });
+      expect(post.headers.location).toBe('/dashboard/login');
+      expect(await ctx.store.read.all(ctx.store.db.selectFrom('products').selectAll().where('name', '=', 'Sneaky'))).toEqual([]);
+    });
+
+    it('answers a wrong password and an unknown address with the same page', async () => {
+      const t = await createTenant(ctx);
+      const browser = new WebBrowser(ctx);
+      await browser.request('GET', '/dashboard/login');
+      const wrong = await browser.request('POST', '/dashboard/login', { email: t.email, password: 'not the password', csrf: browser.csrf });
+      const unknown = await browser.request('POST', '/dashboard/login', { email: 'nobody-here@example.com', password: 'not the password', csrf: browser.csrf });
+      expect(wrong.status).toBe(401);
+      expect(unknown.status).toBe(401);
+      const normalize = (body: string, email: string) => textOf(body).replace(email, 'E').replace(/value="[^"]*"/g, '');
+      expect(normalize(unknown.body, 'nobody-here@example.com')).toBe(normalize(wrong.body, t.email));
+      expect(textOf(wrong.body)).toContain('The e-mail address or the password is not right.');
+      expect(wrong.headers['set-cookie']?.toString() ?? '').not.toContain('tessera_dashboard=');
+    });
+
+    it('refuses log-in, log-out and password forms without the CSRF token, or with one of another session', async () => {
+      const t = await createTenant(ctx);
+      const browser = new WebBrowser(ctx);
+      await browser.request('GET', '/dashboard/login');
+      expect((await browser.request('POST', '/dashboard/login', { email: t.email, password: PASSWORD })).status).toBe(403);
+      expect((await browser.request('POST', '/dashboard/login', { email: t.email, password: PASSWORD, csrf: 'A'.repeat(43) })).status).toBe(403);
+      expect(browser.cookie('tessera_dashboard')).toBeUndefined();
+
+      const mine = await signIn(ctx, t.email);
+      const other = await signIn(ctx, (await createTenant(ctx)).email);
+      // The other session's token (another binding) is no token for this session.
+      const res = await mine.request('POST', '/dashboard/account/password', { currentPassword: PASSWORD, newPassword: 'attacker chosen password', csrf: other.csrf });
+      expect(res.status).toBe(403);
+      expect(res.body).toContain('This form has expired');
+      expect((await mine.request('POST', '/dashboard/logout', {})).status).toBe(403);
+      expect((await mine.request('GET', '/dashboard/account')).status).toBe(200);
+      expect(await ctx.services.accounts.verifyPassword(t.email, PASSWORD)).toBeDefined();
+      // A token minted before sign-in (no binding) is not accepted after it either.
+      const fresh = new WebBrowser(ctx);
+      await fresh.request('GET', '/dashboard/login');
+      const unbound = fresh.csrf;
+      await fresh.request('POST', '/dashboard/login', { email: t.email, password: PASSWORD, csrf: unbound });
+      expect((await fresh.request('POST', '/dashboard/products/new', { name: 'Unbound', csrf: unbound })).status).toBe(403);
+    });
+
+    it('sends security headers and HttpOnly, SameSite cookies scoped to /dashboard', async () => {
+      const t = await createTenant(ctx);
+      const browser = new WebBrowser(ctx);
+      const page = await browser.request('GET', '/dashboard/login');
+      expect(page.headers['content-security-policy']).toContain("default-src 'none'");
+      expect(page.headers['x-frame-options']).toBe('DENY');
+      expect(page.headers['cache-control']).toBe('no-store');
+      const res = await browser.request('POST', '/dashboard/login', { email: t.email, password: PASSWORD, csrf: browser.csrf });
+      const cookie = res.headers['set-cookie']!.toString();
+      expect(cookie).toMatch(/tessera_dashboard=[A-Za-z0-9_-]{43}; Path=\/dashboard; HttpOnly; SameSite=Lax/);
+    });
+  });
+
+  describe('rate limits', () => {
+    const ctx = useTestApp(kind, { env: { RATE_LIMIT: 'on', RATE_LIMIT_DASHBOARD_LOGINS_PER_ADDRESS: '3', RATE_LIMIT_DASHBOARD_LOGINS_PER_CLIENT: '5' } });
+
+    it('limits log-in attempts per address across clients, and per client across addresses', async () => {
+      const t = await createTenant(ctx);
+      // Per address: 3 attempts from 3 different clients, the 4th is refused, even with the right password.
+      for (let i = 1; i <= 3; i++) {
+        const b = new WebBrowser(ctx, `10.0.0.${i}`);
+        await b.request('GET', '/dashboard/login');
+        expect((await b.request('POST', '/dashboard/login', { email: t.email, password: 'wrong password!', csrf: b.csrf })).status).toBe(401);
+      }
+      const fourth = new WebBrowser(ctx, '10.0.0.4');
+      await fourth.request('GET', '/dashboard/login');
+      const limited = await fourth.request('POST', '/dashboard/login', { email: t.email.toUpperCase(), password: PASSWORD, csrf: fourth.csrf });
+      expect(limited.status).toBe(429);
+      expect(limited.body).toContain('Too many requests');
+      expect(limited.headers['set-cookie']?.toString() ?? '').not.toContain('tessera_dashboard=');
+      // Per client: one address tries 5 different e-mails; the 6th attempt from it is refused.
+      const client = new WebBrowser(ctx, '10.0.1.1');
+      await client.request('GET', '/dashboard/login');
+      for (let i = 0; i < 5; i++) {
+        expect((await client.request('POST', '/dashboard/login', { email: `guess${i}@example.com`, password: 'wrong password!', csrf: client.csrf })).status).toBe(401);
+      }
+      expect((await client.request('POST', '/dashboard/login', { email: 'guess9@example.com', password: 'wrong password!', csrf: client.csrf })).status).toBe(429);
+    });
+  });
+});

@@ -1,0 +1,205 @@
+import { describe, expect, it } from 'vitest';
+import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
+import { signIn, textOf } from '../support/dashboard.ts';
+import { PNG } from '../support/images.ts';
+import { activateDevice } from '../support/mail.ts';
+import { forEachStore } from '../support/stores.ts';
+
+const XSS = `<script>alert(1)</script><img src=x onerror=alert(2)>"'`;
+
+/** A multipart upload as a browser sends it (the CSRF field first, then the file). */
+function multipart(fields: Record<string, string>, file?: { name: string; type: string; data: Buffer }) {
+  const boundary = '----tessera-test-boundary';
+  const parts: Buffer[] = [];
+  for (const [k, v] of Object.entries(fields)) parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
+  if (file) {
+    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="${file.name}"\r\nContent-Type: ${file.type}\r\n\r\n`), file.data, Buffer.from('\r\n'));
+  }
+  parts.push(Buffer.from(`--${boundary}--\r\n`));
+  return { payload: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+forEachStore('dashboard screens', (kind) => {
+  const ctx = useTestApp(kind, { env: { SIGNUP: 'open' } });
+
+  it('renders hostile text inert on every screen it appears on', async () => {
+    const t = await createTenant(ctx);
+    const browser = await signIn(ctx, t.email);
+    await browser.request('GET', '/dashboard/products/new');
+    const created = await browser.request('POST', '/dashboard/products/new', {
+      name: XSS,
+      description: XSS,
+      purchaseNote: XSS,
+      actionButtonText: XSS.slice(0, 90),
+      portalDeviceResetLimit: '3',
+      portalDeviceResetWindowDays: '30',
+      csrf: browser.csrf,
+    });
+    expect(created.status).toBe(303);
+    const productId = /\/dashboard\/products\/([^?]+)/.exec(created.headers.location as string)![1]!;
+    const license = await createLicense(ctx, t, productId, { email: 'x@example.com' });
+    const device = await call(ctx, { method: 'POST', url: '/api/v1/licenses/activate', headers: { ...t.auth, 'license-key': license.key }, json: { productId, device: { identifier: XSS.slice(0, 90), name: XSS.slice(0, 60) } } });
+    expect(device.status).toBe(200);
+    await browser.request('GET', '/dashboard/api-keys');
+    await browser.request('POST', '/dashboard/api-keys', { name: XSS.slice(0, 90), csrf: browser.csrf });
+    const pages = [
+      `/dashboard/products/${productId}`,
+      '/dashboard/products',
+      `/dashboard/products/${productId}/tokens`,
+      '/dashboard/licenses',
+      `/dashboard/licenses/${license.key}`,
+      `/dashboard/licenses?q=${encodeURIComponent(XSS)}`,
+      '/dashboard/api-keys',
+      '/dashboard/activity',
+    ];
+    for (const url of pages) {
+      const res = await browser.request('GET', url);
+      expect(res.status, url).toBe(200);
+      expect(res.body, url).not.toContain('<script>alert');
+      expect(res.body, url).not.toContain('<img src=x');
+      // The CSP allows no inline style: the look comes from the stylesheet only.
+      expect(res.body, url).not.toMatch(/\sstyle="/);
+    }
+    expect((await browser.request('GET', `/dashboard/products/${productId}`)).body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    // The confirmation page echoes the device identifier in a hidden field: escaped too.
+    const ask = await browser.request('POST', `/dashboard/licenses/${license.key}/devices/remove`, { device: XSS.slice(0, 90), csrf: browser.csrf });
+    expect(ask.body).not.toContain('<script>alert');
+    // A sign-up form given markup shows it back escaped.
+    const visitor = await signIn(ctx, t.email);
+    await visitor.request('POST', '/dashboard/logout', { csrf: visitor.csrf });
+    await visitor.request('GET', '/dashboard/signup');
+    const signup = await visitor.request('POST', '/dashboard/signup', { email: XSS, password: 'long enough password', csrf: visitor.csrf });
+    expect(signup.status).toBe(400);
+    expect(signup.body).not.toContain('<script>alert');
+  });
+
+  describe('licenses list', () => {
+    it('finds by e-mail and key prefix, filters by product and status, pages by keyset and exports the same list as CSV', async () => {
+      const t = await createTenant(ctx);
+      const a = await createProduct(ctx, t, { name: 'Alpha' });
+      const b = await createProduct(ctx, t, { name: 'Beta', fallbackEnabled: true });
+      const keys: string[] = [];
+      for (let i = 0; i < 7; i++) keys.push((await createLicense(ctx, t, a.id, { email: `buyer${i % 2}@example.com` })).key);
+      const expired = await createLicense(ctx, t, b.id, { type: 'timed', expiresAt: '2020-01-01', email: 'old@example.com' });
+      const revoked = await createLicense(ctx, t, b.id, { email: 'gone@example.com' });
+      await call(ctx, { method: 'PATCH', url: '/api/v1/licenses', headers: { ...t.auth, 'license-key': revoked.key }, json: { revoked: true } });
+      await activateDevice(ctx, t.auth, keys[0]!, a.id, 'd1');
+      await activateDevice(ctx, t.auth, keys[0]!, a.id, 'd2');
+      const other = await createTenant(ctx);
+      await createLicense(ctx, other, (await createProduct(ctx, other)).id, { email: 'buyer0@example.com' });
+      const browser = await signIn(ctx, t.email);
+      const rowsOf = (body: string) => [...body.matchAll(/href="\/dashboard\/licenses\/([A-Z0-9-]{29})"/g)].map((m) => m[1]!);
+
+      expect(rowsOf((await browser.request('GET', '/dashboard/licenses?q=BUYER0%40example.com')).body).sort()).toEqual(keys.filter((_, i) => i % 2 === 0).sort());
+      expect(rowsOf((await browser.request('GET', `/dashboard/licenses?q=${keys[3]!.slice(0, 8).toLowerCase()}`)).body)).toContain(keys[3]);
+      expect(rowsOf((await browser.request('GET', `/dashboard/licenses?product=${b.id}`)).body).sort()).toEqual([expired.key, revoked.key].sort());
+      expect(rowsOf((await browser.request('GET', '/dashboard/licenses?status=expired')).body)).toEqual([expired.key]);
+      expect(rowsOf((await browser.request('GET', '/dashboard/licenses?status=revoked')).body)).toEqual([revoked.key]);
+      const active = rowsOf((await browser.request('GET', '/dashboard/licenses?status=active')).body);
+      expect(active.sort()).toEqual([...keys].sort());
+      const listed = await browser.request('GET', `/dashboard/licenses?product=${b.id}`);
+      expect(textOf(listed.body)).toContain('Expired (fallback)');
+      expect(textOf((await browser.request('GET', '/dashboard/licenses?q=nobody%40example.com')).body)).toContain('No license matches');
+
+      // Keyset pages of 50: 60 more licenses give two pages with no overlap and nothing missing.
+      for (let i = 0; i < 60; i++) await createLicense(ctx, t, a.id);
+      const first = await browser.request('GET', `/dashboard/licenses?product=${a.id}`);
+      const page1 = rowsOf(first.body);
+      const next = /href="(\/dashboard\/licenses\?[^"]*cursor=[^"]+)"/.exec(first.body)![1]!.replace(/&amp;/g, '&');
+      const page2 = rowsOf((await browser.request('GET', next)).body);
+      expect(page1).toHaveLength(50);
+      expect(page2).toHaveLength(17);
+      expect(new Set([...page1, ...page2]).size).toBe(67);
+      expect((await browser.request('GET', '/dashboard/licenses?cursor=garbage')).status).toBe(400);
+
+      const csv = await browser.request('GET', `/dashboard/licenses/export.csv?q=buyer0%40example.com`);
+      expect(csv.status).toBe(200);
+      expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
+      expect(csv.headers['content-disposition']).toMatch(/^attachment; filename="licenses-\d{4}-\d{2}-\d{2}\.csv"$/);
+      const lines = csv.body.trim().split('\r\n');
+      expect(lines[0]).toBe('key,product_id,product_name,email,type,status,expires_at,max_devices,active_devices,created_at');
+      expect(lines).toHaveLength(5);
+      const withDevices = lines.find((l) => l.startsWith(keys[0]!))!.split(',');
+      expect(withDevices[8]).toBe('2');
+      const all = await browser.request('GET', '/dashboard/licenses/export.csv');
+      expect(all.body.trim().split('\r\n')).toHaveLength(1 + 69);
+    });
+
+    it('defuses spreadsheet formulas in the CSV', async () => {
+      const t = await createTenant(ctx);
+      const p = await createProduct(ctx, t, { name: '=HYPERLINK("http://evil")' });
+      await createLicense(ctx, t, p.id);
+      const browser = await signIn(ctx, t.email);
+      const csv = await browser.request('GET', '/dashboard/licenses/export.csv');
+      expect(csv.body).toContain(`"'=HYPERLINK(""http://evil"")"`);
+    });
+  });
+
+  describe('product image', () => {
+    it('uploads and removes an image on plus; free accounts are told it needs plus', async () => {
+      const t = await createTenant(ctx, 'plus');
+      const p = await createProduct(ctx, t);
+      const browser = await signIn(ctx, t.email);
+      await browser.request('GET', `/dashboard/products/${p.id}`);
+      const csrf = browser.csrf;
+      const upload = (fields: Record<string, string>, file?: Parameters<typeof multipart>[1]) => {
+        const body = multipart(fields, file);
+        return ctx.app.inject({ method: 'POST', url: `/dashboard/products/${p.id}/image`, headers: { cookie: browser.cookieHeader, 'content-type': body.contentType }, payload: body.payload });
+      };
+      expect((await upload({}, { name: 'a.png', type: 'image/png', data: PNG })).statusCode).toBe(403);
+      expect((await upload({ csrf: 'A'.repeat(43) }, { name: 'a.png', type: 'image/png', data: PNG })).statusCode).toBe(403);
+      const notImage = await upload({ csrf }, { name: 'a.txt', type: 'image/png', data: Buffer.from('hello, not an image') });
+      expect(notImage.statusCode).toBe(415);
+      expect(textOf(notImage.body)).toContain('must be a PNG, JPEG or WebP');
+      const tooBig = await upload({ csrf }, { name: 'big.png', type: 'image/png', data: Buffer.concat([PNG, Buffer.alloc(1024 * 1024)]) });
+      expect(tooBig.statusCode).toBe(413);
+      expect((await call(ctx, { method: 'GET', url: `/api/v1/public/products/${p.id}/image` })).status).toBe(404);
+      const ok = await upload({ csrf }, { name: 'a.png', type: 'image/png', data: PNG });
+      expect(ok.statusCode).toBe(303);
+      const image = await ctx.app.inject({ method: 'GET', url: `/api/v1/public/products/${p.id}/image` });
+      expect(image.rawPayload.equals(PNG)).toBe(true);
+      expect((await browser.request('GET', `/dashboard/products/${p.id}`)).body).toContain(`<img class="product-image" src="/api/v1/public/products/${p.id}/image"`);
+      const remove = await browser.request('POST', `/dashboard/products/${p.id}/image/delete`, { csrf, confirm: 'yes' });
+      expect(remove.status).toBe(303);
+      expect((await call(ctx, { method: 'GET', url: `/api/v1/public/products/${p.id}/image` })).status).toBe(404);
+
+      const free = await createTenant(ctx);
+      const fp = await createProduct(ctx, free);
+      const freeBrowser = await signIn(ctx, free.email);
+      expect(textOf((await freeBrowser.request('GET', `/dashboard/products/${fp.id}`)).body)).toContain('need the plus plan');
+    });
+  });
+
+  describe('activity', () => {
+    it('counts successful public activations and validations in memory, flushes them, and shows the same numbers in chart and table', async () => {
+      const t = await createTenant(ctx);
+      const p = await createProduct(ctx, t, { name: 'Counted' });
+      const q = await createProduct(ctx, t, { name: 'Other' });
+      const license = await createLicense(ctx, t, p.id);
+      const body = { licenseKey: license.key, productId: p.id, deviceIdentifier: 'dev-1' };
+      expect((await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/activate', json: { ...body, deviceName: 'Laptop' } })).status).toBe(200);
+      for (let i = 0; i < 3; i++) expect((await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/validate', json: body })).body.isValid).toBe(true);
+      // A failed validation is not counted.
+      await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/validate', json: { ...body, deviceIdentifier: 'unknown' } });
+      // Nothing written yet: the counts live in memory until the flush.
+      expect(await ctx.store.read.all(ctx.store.db.selectFrom('activity_daily').selectAll().where('user_id', '=', t.userId))).toEqual([]);
+      const browser = await signIn(ctx, t.email);
+      const today = new Date().toISOString().slice(0, 10);
+      const row = (body: string) => new RegExp(`<tr><td>${today}</td><td class="num">(\\d+)</td><td class="num">(\\d+)</td></tr>`).exec(body)!.slice(1).map(Number);
+      expect(row((await browser.request('GET', '/dashboard/activity')).body)).toEqual([1, 3]);
+      await ctx.services.activity.flush();
+      const stored = await ctx.store.read.all(ctx.store.db.selectFrom('activity_daily').selectAll().where('user_id', '=', t.userId));
+      expect(stored.map((r) => [r.product_id, Number(r.activations), Number(r.validations)])).toEqual([[p.id, 1, 3]]);
+      // After the flush the page reads the same numbers from the store, and a second flush adds to them.
+      await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/validate', json: body });
+      await ctx.services.activity.flush();
+      const page = await browser.request('GET', `/dashboard/activity?product=${p.id}`);
+      expect(row(page.body)).toEqual([1, 4]);
+      expect(page.body).toContain('aria-label="Activity of Counted: 1 activations and 4 validations in the last 30 days"');
+      expect(row((await browser.request('GET', `/dashboard/activity?product=${q.id}`)).body)).toEqual([0, 0]);
+      // Another account sees none of it.
+      const other = await signIn(ctx, (await createTenant(ctx)).email);
+      expect(row((await other.request('GET', '/dashboard/activity')).body)).toEqual([0, 0]);
+    });
+  });
+});

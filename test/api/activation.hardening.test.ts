@@ -55,9 +55,11 @@ forEachStore('activation hardening', (kind) => {
       expect(reactivated.status).toBe(200);
       expect(reactivated.body.device.activationDate).toBe(new Date(1_700_000_000_042).toISOString());
       recorder.restore();
-      // Each activation read two rows, whatever the device count: the locked license, then its asking
-      // device with the count of its devices.
-      expect(recorder.seen.map((s) => s.rows)).toEqual([1, 1, 1, 1]);
+      // Whatever the device count, no statement in an activation's unit reads more than one row: the
+      // locked license, its asking device with the count of its devices, and the event subscribers'
+      // lookups (the account's webhook endpoints: none here).
+      expect(recorder.seen.length).toBeGreaterThanOrEqual(4);
+      expect(recorder.seen.filter((s) => s.rows > 1)).toEqual([]);
       expect(recorder.seen.filter((s) => /count\(\*\)/i.test(s.sql))).toHaveLength(2);
 
       const full = await activate('new-2');

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { PurchaseSnapshot } from '../../core/events.ts';
 import { toIso, toIsoOrNull } from '../../core/time.ts';
 import { Nullable, Timestamp } from '../../http/schema-helpers.ts';
-import { PURCHASE_LIMIT_MAX } from './service.ts';
+import { PURCHASE_LIMIT_MAX, purchaseSnapshot } from './service.ts';
 import type { Connection, PriceMapping, Purchase } from './types.ts';
 
 export const ConnectStripeBody = Type.Object(
@@ -92,7 +92,7 @@ export const purchaseSnapshotView = (p: PurchaseSnapshot) => ({
   createdAt: toIso(p.createdAt),
 });
 
-export const purchaseView = (p: Purchase) => purchaseSnapshotView({ ...p, hasInvoice: p.invoiceId !== null });
+export const purchaseView = (p: Purchase) => purchaseSnapshotView(purchaseSnapshot(p));
 
 export const PurchaseListQuery = Type.Object({
   limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}$', description: `1 to ${PURCHASE_LIMIT_MAX}, default 50.` })),

@@ -1,17 +1,8 @@
+import { DOMAIN_EVENT_TYPES } from '../../core/events.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 
-/** What an endpoint can subscribe to; `*` takes all. Purchase events come from the payments module. */
-export const WEBHOOK_EVENT_TYPES = [
-  'license.created',
-  'license.updated',
-  'license.deleted',
-  'device.activated',
-  'device.removed',
-  'devices.reset',
-  'purchase.completed',
-  'purchase.refunded',
-] as const;
-export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+/** What an endpoint can subscribe to (every domain event, purchases included); `*` takes all. */
+export const WEBHOOK_EVENT_TYPES = DOMAIN_EVENT_TYPES;
 
 export interface WebhookEndpoint {
   id: string;

@@ -2,8 +2,10 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
+import type { DestinationStream } from 'pino';
 import type { Config } from './config.ts';
 import { requireApiKey } from './http/auth.ts';
+import { AccessLog, loggerOptions } from './http/access-log.ts';
 import { refuseWhileClosing, registerErrorHandling } from './http/errors.ts';
 import { JSON_BODY_LIMIT, registerJsonBody } from './http/json-body.ts';
 import { healthRoutes } from './modules/health/routes.ts';
@@ -24,8 +26,8 @@ export interface AppOptions {
   services: Services;
   /** false silences logs (tests); otherwise structured JSON logs at config.logLevel. */
   logger?: boolean;
-  /** Where logs go (stdout by default). */
-  logStream?: NodeJS.WritableStream;
+  /** Where logs go (stdout, written synchronously, by default; `npm start` passes an asynchronous one). */
+  logStream?: DestinationStream;
   /** E-mail transport and outbox-worker overrides (tests). */
   mail?: MailOptions;
 }
@@ -33,13 +35,11 @@ export interface AppOptions {
 const MINUTE = 60_000;
 
 export async function buildApp({ config, services, logger = true, logStream, mail }: AppOptions): Promise<FastifyInstance> {
+  // One access line per request instead of Fastify's two (http/access-log.ts).
+  const accessLog = logger ? new AccessLog({ slowMs: config.logSlowMs, samplePublic: config.logSamplePublic }) : undefined;
   const app = Fastify({
-    logger: logger && {
-      level: config.logLevel,
-      // Request logs carry method, URL and address only; these never reach a log line.
-      redact: ['req.headers.authorization', 'req.headers["license-key"]', 'req.body'],
-      ...(logStream ? { stream: logStream } : {}),
-    },
+    logger: logger && loggerOptions(config.logLevel, logStream),
+    ...(accessLog ? { logController: accessLog } : {}),
     bodyLimit: JSON_BODY_LIMIT,
     trustProxy: config.trustProxy,
     forceCloseConnections: 'idle',
@@ -51,6 +51,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   registerErrorHandling(app);
+  accessLog?.watchErrors(app);
   refuseWhileClosing(app);
   registerJsonBody(app);
 

@@ -26,11 +26,23 @@ export interface Config {
   smtpUrl?: string;
   mailFrom: string;
   logLevel: string;
+  /** Requests slower than this (ms) are logged in full at warn. */
+  logSlowMs: number;
+  /** Share (0..1) of successful public-API requests that get an access line. */
+  logSamplePublic: number;
   trustProxy: boolean;
   rateLimit: RateLimitConfig;
 }
 
 type Env = Record<string, string | undefined>;
+
+function fraction(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0 || value > 1) throw new Error(`${name} must be a number from 0 to 1, got "${raw}"`);
+  return value;
+}
 
 function int(env: Env, name: string, fallback: number, min = 1): number {
   const raw = env[name];
@@ -78,6 +90,8 @@ export function loadConfig(env: Env = process.env): Config {
     smtpUrl,
     mailFrom: env.MAIL_FROM || 'Tessera <no-reply@localhost>',
     logLevel: env.LOG_LEVEL || 'info',
+    logSlowMs: int(env, 'LOG_SLOW_MS', 1000, 0),
+    logSamplePublic: fraction(env, 'LOG_SAMPLE_PUBLIC', 1),
     trustProxy: (env.TRUST_PROXY ?? '').toLowerCase() === 'true',
     rateLimit: {
       enabled: !rateLimitOff,

@@ -1,9 +1,18 @@
 import { buildApp } from './app.ts';
 import { loadConfig } from './config.ts';
+import { asyncStdout } from './http/access-log.ts';
 import { createServices } from './services.ts';
 import { openStore } from './storage/index.ts';
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
+
+// Log lines are buffered and written asynchronously (at least every second); every exit path
+// below writes what is left first.
+const logs = asyncStdout();
+const exit = (code: number): never => {
+  logs.flushSync();
+  process.exit(code);
+};
 
 /** `npm start`: opens the store (running migrations), serves, and shuts down gracefully. */
 async function main(): Promise<void> {
@@ -11,8 +20,12 @@ async function main(): Promise<void> {
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
   let log: { error: (o: object, m: string) => void } = console;
   const services = createServices(store, config.secretKey, (err) => log.error({ err }, 'background write failed'), config);
-  const app = await buildApp({ config, services });
+  const app = await buildApp({ config, services, logStream: logs });
   log = app.log;
+  process.on('uncaughtException', (err) => {
+    app.log.fatal({ err }, 'uncaught exception: exiting');
+    exit(1);
+  });
 
   let closing = false;
   const shutdown = async (signal: string) => {
@@ -30,10 +43,10 @@ async function main(): Promise<void> {
       clearTimeout(deadline);
       await store.close();
       app.log.info('shut down cleanly');
-      process.exit(0);
+      exit(0);
     } catch (err) {
       app.log.error({ err }, 'shutdown failed');
-      process.exit(1);
+      exit(1);
     }
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
@@ -48,9 +61,11 @@ async function main(): Promise<void> {
         '  npm run --silent cli -- api-key create --email you@example.com',
     );
   }
+  // The start-up lines now, not at the first periodic flush (a supervisor may wait for them).
+  logs.flush();
 }
 
 main().catch((err) => {
   console.error(err);
-  process.exit(1);
+  exit(1);
 });

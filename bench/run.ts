@@ -4,11 +4,14 @@
  * For each store (SQLite in a temporary DATA_DIR, PostgreSQL in a fresh database that is dropped
  * afterwards) and each license count: seed (bench/seed.ts), start the server as `npm start` runs it
  * (package.json; its build step first) as a child pinned to core 0, run every scenario with autocannon from this process pinned to core 1 (it re-executes
- * itself under `taskset -c 1`), stop the child. The bare endpoint (bench/bare-server.ts) runs the
+ * itself under `taskset -c 1`), stop the child. The server runs with its default settings (LOG_LEVEL
+ * info, the access log on, its stdout to a file); then again at LOG_LEVEL=warn (the access log off),
+ * printed beside it. On PostgreSQL it also runs as two processes on the one database. The bare
+ * endpoint (bench/bare-server.ts: the same POST, a fixed license-shaped answer, logger off) runs the
  * same way before and after the stores; ratios are to the mean of its two runs. On each SQLite store
  * it also serves the reference routes (bench/reference-routes.ts), loaded with public validate's
  * requests: the ceiling for that route on this machine. Prints a markdown table and the targets of
- * issues 2 and 3.
+ * issue 12 (and issue 3's signer target).
  *
  * Adding a scenario: append to `scenarios` in bench/scenarios.ts an object with a `name`, a
  * `request(ctx)` returning an autocannon request (vary it per request in `setupRequest`), a
@@ -29,7 +32,7 @@ import pg from 'pg';
 import { startChild } from './child.ts';
 import { type LoadOptions, type LoadResult, measure, sample } from './load.ts';
 import { type Scenario, type StoreKind, scenarios } from './scenarios.ts';
-import { seed } from './seed.ts';
+import { type Fixture, seed } from './seed.ts';
 import { measureSigning } from './signing.ts';
 import { tokenTargets } from './token-scenarios.ts';
 
@@ -46,6 +49,8 @@ const { values: flags } = parseArgs({
     'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
     'cpu-prof': { type: 'string' },
     'no-pin': { type: 'boolean', default: false },
+    'no-logs-off': { type: 'boolean', default: false },
+    'pg-processes': { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -62,7 +67,9 @@ if (flags.help) {
   --scenarios <list>      scenario names, comma-separated (default all)
   --database-url <url>    PostgreSQL server to create the bench database on (default BENCH_DATABASE_URL or postgres://postgres@127.0.0.1:5432/postgres)
   --cpu-prof <dir>        write V8 CPU profiles of each server child into <dir>
-  --no-pin                do not pin the server and the load generator to separate cores`);
+  --no-pin                do not pin the server and the load generator to separate cores
+  --no-logs-off           skip the second run of each store at LOG_LEVEL=warn (access log off)
+  --pg-processes <list>   server processes sharing the PostgreSQL database (default 1,2; all on the server core)`);
   process.exit(0);
 }
 
@@ -104,11 +111,15 @@ const selected: Scenario[] = flags.scenarios
 for (const s of stores) if (s !== 'sqlite' && s !== 'postgres') throw new Error(`Unknown store "${s}"`);
 for (const n of Object.values(licenseCounts).flat()) if (!Number.isInteger(n) || n < 1) throw new Error(`Bad license count ${n}`);
 
+// The service's defaults otherwise: LOG_LEVEL info (the access log on), a user's `npm start`.
 const ENV = {
   RATE_LIMIT: 'off',
-  LOG_LEVEL: 'warn',
   SECRET_KEY: '7e'.repeat(32),
 };
+/** The second run of each store: warn hides the access line of every fast success. */
+const LOGS_OFF = { LOG_LEVEL: 'warn' };
+const logsOff = !flags['no-logs-off'];
+const pgProcesses = counts(flags['pg-processes'], [1, 2]);
 /**
  * How `npm start` runs the server (package.json): the bench measures what runs in production. Its
  * node flags (not its module loaders) also go to the bare endpoint, which needs tsx for its own file.
@@ -132,22 +143,37 @@ const profiling = (label: string): string[] =>
 const say = (message: string) => process.stderr.write(`${message}\n`);
 
 interface Row extends LoadResult {
-  store: StoreKind | 'bare' | 'reference';
+  store: string;
   licenses: number | null;
   scenario: string;
+  /** The same scenario with the access log off (LOG_LEVEL=warn), when run. */
+  logsOff?: LoadResult;
 }
 const rows: Row[] = [];
 const peaks: { label: string; hwmMiB: number }[] = [];
 
 function startBare(label: string, env: Record<string, string> = {}) {
   const args = [...START.flags, ...profiling(label), '--import', 'tsx', 'bench/bare-server.ts'];
-  return startChild({ args, env: { ...ENV, ...env }, core: pin ? SERVER_CORE : undefined, readyPath: '/bare' });
+  return startChild({ args, env: { ...ENV, ...env }, core: pin ? SERVER_CORE : undefined, readyPath: '/ready' });
 }
+
+/** What public validate sends (a key in the service's format, a device, a product id), to the bare POST. */
+const BARE_REQUEST: Parameters<typeof measure>[1] = {
+  method: 'POST',
+  path: '/bare',
+  headers: { 'content-type': 'application/json' },
+  setupRequest: (req) => ({
+    ...req,
+    body: `{"licenseKey":"K7QPM-2XHDA-9RTWC-B4NZE-6FJUV","deviceIdentifier":"bench-device-${Math.floor(Math.random() * 100_000)}","productId":"p_0123456789abcdefghij"}`,
+  }),
+};
 
 async function runBare(): Promise<LoadResult> {
   const child = await startBare('bare');
   try {
-    return await measure(child, { method: 'GET', path: '/bare' }, load);
+    const probe = await sample(child.baseUrl, BARE_REQUEST);
+    if (probe.status !== 200) throw new Error(`bare endpoint: HTTP ${probe.status} ${JSON.stringify(probe.body)}`);
+    return await measure(child, BARE_REQUEST, load);
   } finally {
     await child.stop();
   }
@@ -206,31 +232,65 @@ async function analyze(databaseUrl: string): Promise<void> {
   await client.end();
 }
 
+/** Starts `processes` servers on the store (several only on PostgreSQL), as `npm start` runs them. */
+async function startServers(store: StoreKind, count: number, target: { dataDir: string; databaseUrl?: string }, processes: number, extra: Record<string, string>) {
+  const env: Record<string, string> = { ...ENV, ...extra, DATA_DIR: target.dataDir };
+  if (target.databaseUrl) env.DATABASE_URL = target.databaseUrl;
+  const label = `${store}-${count}${processes > 1 ? `-x${processes}` : ''}${extra.LOG_LEVEL ? `-${extra.LOG_LEVEL}` : ''}`;
+  const children = [];
+  try {
+    for (let i = 0; i < processes; i++) {
+      const args = [...profiling(label), ...START.server];
+      // Each server's log to a file in the store's temporary directory (removed with it).
+      children.push(await startChild({ args, env, core: pin ? SERVER_CORE : undefined, readyPath: '/readyz', stdoutFile: join(target.dataDir, `server-${label}-${i}.log`) }));
+    }
+  } catch (error) {
+    for (const child of children) await child.stop();
+    throw error;
+  }
+  return children;
+}
+
+/** Every selected scenario against `children` (the first one prepares and answers the sample). */
+async function runScenarios(store: StoreKind, children: Awaited<ReturnType<typeof startServers>>, fixture: Fixture, what: string): Promise<Map<string, LoadResult>> {
+  const results = new Map<string, LoadResult>();
+  for (const scenario of selected) {
+    const ctx = { store, baseUrl: children[0]!.baseUrl, fixture };
+    await scenario.prepare?.(ctx);
+    const request = scenario.request(ctx);
+    const probe = await sample(children[0]!.baseUrl, request);
+    const problem = scenario.check(probe.status, probe.body);
+    if (problem) throw new Error(`${scenario.name} on ${store}: ${problem}`);
+    const result = await measure(children, request, load);
+    results.set(scenario.name, result);
+    say(`  ${scenario.name}${what}: ${Math.round(result.rps)} req/s, p99 ${result.p99} ms, server CPU ${Math.round(result.cpuPercent)}% (${Math.round(result.cpuPerRequestUs)} µs/req), load CPU ${Math.round(result.loadCpuPercent)}%, anon RSS ${Math.round(result.anonMiB)} MiB`);
+  }
+  return results;
+}
+
 async function runStore(store: StoreKind, count: number): Promise<void> {
   await withTarget(store, async (target) => {
     const started = Date.now();
     const fixture = await seed(target, count);
     if (target.databaseUrl) await analyze(target.databaseUrl);
     say(`  seeded ${count.toLocaleString('en-US')} licenses in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    const env: Record<string, string> = { ...ENV, DATA_DIR: target.dataDir };
-    if (target.databaseUrl) env.DATABASE_URL = target.databaseUrl;
-    const args = [...profiling(`${store}-${count}`), ...START.server];
-    const child = await startChild({ args, env, core: pin ? SERVER_CORE : undefined, readyPath: '/readyz' });
-    try {
-      for (const scenario of selected) {
-        const ctx = { store, baseUrl: child.baseUrl, fixture };
-        await scenario.prepare?.(ctx);
-        const request = scenario.request(ctx);
-        const probe = await sample(child.baseUrl, request);
-        const problem = scenario.check(probe.status, probe.body);
-        if (problem) throw new Error(`${scenario.name} on ${store}: ${problem}`);
-        const result = await measure(child, request, load);
-        rows.push({ store, licenses: count, scenario: scenario.name, ...result });
-        say(`  ${scenario.name}: ${Math.round(result.rps)} req/s, p99 ${result.p99} ms, server CPU ${Math.round(result.cpuPercent)}% (${Math.round(result.cpuPerRequestUs)} µs/req), load CPU ${Math.round(result.loadCpuPercent)}%`);
-      }
-      peaks.push({ label: `${store}, ${count.toLocaleString('en-US')} licenses`, hwmMiB: child.memory().hwmMiB });
-    } finally {
-      await child.stop();
+    for (const processes of store === 'postgres' ? pgProcesses : [1]) {
+      const name = processes > 1 ? `${store} ×${processes}` : store;
+      const run = async (extra: Record<string, string>, what: string) => {
+        const children = await startServers(store, count, target, processes, extra);
+        try {
+          const results = await runScenarios(store, children, fixture, what);
+          const hwm = children.map((c) => c.memory().hwmMiB);
+          peaks.push({ label: `${name}, ${count.toLocaleString('en-US')} licenses${what}`, hwmMiB: Math.max(...hwm) });
+          return results;
+        } finally {
+          for (const child of children) await child.stop();
+        }
+      };
+      if (processes > 1) say(`  ${processes} server processes on one database`);
+      const main = await run({}, '');
+      const quiet = logsOff ? await run(LOGS_OFF, ' (logs off)') : undefined;
+      for (const [scenario, result] of main) rows.push({ store: name, licenses: count, scenario, ...result, logsOff: quiet?.get(scenario) });
     }
     if (store === 'sqlite' && selected.some((s) => s.name === 'public validate')) {
       await runReferences(target.dataDir, count, { store, baseUrl: '', fixture });
@@ -240,48 +300,54 @@ async function runStore(store: StoreKind, count: number): Promise<void> {
 
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
-function report(bare: number): string {
+const MB = (mib: number) => mib * 1.048576;
+
+function report(bare: number, bareUs: number): string {
   const lines = [
-    '| Store | Licenses | Scenario | req/s | p50 ms | p99 ms | × bare | failed | server CPU % | server µs/req | load CPU % | peak RSS MiB |',
-    '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| Store | Licenses | Scenario | req/s | p50 ms | p99 ms | × bare | failed | server CPU % | server µs/req | × bare µs | logs off: req/s | logs off: µs/req | logs off: × bare | load CPU % | anon RSS MiB | file RSS MiB |',
+    '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
     const ratio = r.store === 'bare' ? '1.00' : (r.rps / bare).toFixed(2);
+    const cpuRatio = r.store === 'bare' ? '1.00' : (bareUs / r.cpuPerRequestUs).toFixed(2);
+    const off = r.logsOff ? [fmt(r.logsOff.rps), fmt(r.logsOff.cpuPerRequestUs), (r.logsOff.rps / bare).toFixed(2)] : ['', '', ''];
     lines.push(
-      `| ${r.store} | ${r.licenses === null ? '' : fmt(r.licenses)} | ${r.scenario} | ${fmt(r.rps)} | ${r.p50} | ${r.p99} | ${ratio} | ${r.failed} | ${fmt(r.cpuPercent)} | ${fmt(r.cpuPerRequestUs)} | ${fmt(r.loadCpuPercent)} | ${fmt(r.rssMiB)} |`,
+      `| ${r.store} | ${r.licenses === null ? '' : fmt(r.licenses)} | ${r.scenario} | ${fmt(r.rps)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${ratio} | ${r.failed} | ${fmt(r.cpuPercent)} | ${fmt(r.cpuPerRequestUs)} | ${cpuRatio} | ${off.join(' | ')} | ${fmt(r.loadCpuPercent)} | ${fmt(r.anonMiB)} | ${fmt(r.fileMiB)} |`,
     );
   }
   return lines.join('\n');
 }
 
+/** Issue 12's targets, from this run's rows (ratios to the bare POST of the same run). */
 function targets(bare: number): string[] {
-  const find = (store: StoreKind, scenario: string, licenses?: number) =>
-    rows.find((r) => r.store === store && r.scenario === scenario && (licenses === undefined || r.licenses === licenses));
+  const find = (store: string, scenario: string, licenses?: number) =>
+    rows.filter((r) => r.store === store && r.scenario === scenario && (licenses === undefined || r.licenses === licenses));
   const out: string[] = [];
   const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met');
-  const validate = find('sqlite', 'public validate', 100_000);
-  if (validate) {
-    out.push(`- Public validate, SQLite, 100,000 licenses: ${(validate.rps / bare).toFixed(2)}x bare (target 0.5x), p99 ${validate.p99} ms (target < 15): ${verdict(validate.rps / bare >= 0.5 && validate.p99 < 15)}`);
-    const ceilings = rows.filter((r) => r.store === 'reference' && r.licenses === validate.licenses);
-    if (ceilings.length > 0) out.push(`  (reference routes, same requests: ${ceilings.map((r) => `${r.scenario} ${(r.rps / bare).toFixed(2)}x`).join('; ')})`);
+  const ratio = (r: Row) => r.rps / bare;
+  for (const r of find('sqlite', 'public validate')) {
+    out.push(`- Public validate, SQLite, ${fmt(r.licenses ?? 0)} licenses, access log on: ${ratio(r).toFixed(2)}x bare (target 0.6x), p99 ${r.p99} ms (target < 10): ${verdict(ratio(r) >= 0.6 && r.p99 < 10)}${r.logsOff ? `; logs off ${(r.logsOff.rps / bare).toFixed(2)}x` : ''}`);
   }
-  const activate = find('sqlite', 'public activate', 100_000) ?? find('sqlite', 'public activate');
-  if (activate) out.push(`- Public activate, SQLite (synchronous=FULL): ${(activate.rps / bare).toFixed(2)}x bare (target 0.15x): ${verdict(activate.rps / bare >= 0.15)}`);
-  const small = find('sqlite', 'public validate', 10_000);
-  const large = find('sqlite', 'public validate', 1_000_000);
+  const ceilings = rows.filter((r) => r.store === 'reference');
+  if (ceilings.length > 0) out.push(`  (reference routes, same requests: ${ceilings.map((r) => `${fmt(r.licenses ?? 0)}: ${r.scenario} ${ratio(r).toFixed(2)}x`).join('; ')})`);
+  for (const r of find('sqlite', 'token refresh')) out.push(`- Token refresh, SQLite, ${fmt(r.licenses ?? 0)} licenses: ${ratio(r).toFixed(2)}x bare (target 0.3x): ${verdict(ratio(r) >= 0.3)}`);
+  for (const r of find('sqlite', 'public activate')) {
+    out.push(`- Public activate (durable), SQLite, ${fmt(r.licenses ?? 0)} licenses: ${ratio(r).toFixed(2)}x bare (target 0.25x), p99 ${r.p99} ms (target < 20): ${verdict(ratio(r) >= 0.25 && r.p99 < 20)}`);
+  }
+  const [small] = find('sqlite', 'public validate', 10_000);
+  const [large] = find('sqlite', 'public validate', 1_000_000);
   if (small && large) {
     const drift = (large.rps - small.rps) / small.rps;
-    out.push(`- Public validate, SQLite, 1,000,000 vs 10,000 licenses: ${(drift * 100).toFixed(1)}% (target within 10%): ${verdict(Math.abs(drift) <= 0.1)}`);
+    const cpuDrift = (large.cpuPerRequestUs - small.cpuPerRequestUs) / small.cpuPerRequestUs;
+    out.push(`- Public validate, SQLite, 1,000,000 vs 10,000 licenses: ${(drift * 100).toFixed(1)}% req/s, ${(cpuDrift * 100).toFixed(1)}% server µs/req (target within 10%): ${verdict(Math.abs(drift) <= 0.1)}`);
   }
-  for (const store of ['postgres'] as const) {
-    for (const name of ['public validate', 'public activate']) {
-      const r = find(store, name);
-      if (r) out.push(`- ${name}, PostgreSQL, ${fmt(r.licenses ?? 0)} licenses: ${(r.rps / bare).toFixed(2)}x bare, p99 ${r.p99} ms (reported beside SQLite)`);
-    }
+  const single = rows.filter((r) => !r.store.includes('×') && r.store !== 'bare' && r.store !== 'reference');
+  if (single.length > 0) {
+    const worst = single.reduce((a, b) => (b.anonMiB > a.anonMiB ? b : a));
+    out.push(`- Server anonymous resident memory under load, highest: ${fmt(worst.anonMiB)} MiB = ${fmt(MB(worst.anonMiB))} MB (${worst.store}, ${fmt(worst.licenses ?? 0)}, ${worst.scenario}; target < 200 MB): ${verdict(MB(worst.anonMiB) < 200)}; file-backed beside it ${fmt(worst.fileMiB)} MiB`);
   }
-  if (peaks.length > 0) {
-    const worst = Math.max(...peaks.map((p) => p.hwmMiB));
-    out.push(`- Server peak resident memory (VmHWM) under load: ${fmt(worst)} MiB (target < 200): ${verdict(worst < 200)}`);
+  for (const r of rows.filter((row) => row.store.startsWith('postgres'))) {
+    out.push(`- ${r.scenario}, ${r.store}, ${fmt(r.licenses ?? 0)} licenses: ${ratio(r).toFixed(2)}x bare, p99 ${r.p99} ms, ${fmt(r.cpuPerRequestUs)} µs/req (reported beside SQLite)`);
   }
   return out;
 }
@@ -303,21 +369,22 @@ async function main(): Promise<void> {
   const bareAfter = await runBare();
   say(`  ${Math.round(bareAfter.rps)} req/s, server CPU ${Math.round(bareAfter.cpuPercent)}% (${Math.round(bareAfter.cpuPerRequestUs)} µs/req), load CPU ${Math.round(bareAfter.loadCpuPercent)}%`);
   const bare = (bareBefore.rps + bareAfter.rps) / 2;
+  const bareUs = (bareBefore.cpuPerRequestUs + bareAfter.cpuPerRequestUs) / 2;
   // In this process, with no load running: the ES256 limit the token scenarios are held to.
   say('ES256 signing on one core (raw node:crypto, the server signer, jose)');
   const signing = await measureSigning(quick ? 1000 : 3000);
   rows.unshift(
-    { store: 'bare', licenses: null, scenario: 'fixed JSON (before)', ...bareBefore },
-    { store: 'bare', licenses: null, scenario: 'fixed JSON (after)', ...bareAfter },
+    { store: 'bare', licenses: null, scenario: 'POST, fixed answer (before)', ...bareBefore },
+    { store: 'bare', licenses: null, scenario: 'POST, fixed answer (after)', ...bareAfter },
   );
 
-  console.log(`\nRatios are to the mean of the two bare runs: ${fmt(bare)} req/s.\n`);
-  console.log(report(bare));
+  console.log(`\nRatios are to the mean of the two bare runs: ${fmt(bare)} req/s, ${fmt(bareUs, 1)} server µs/req (× bare µs: the bare endpoint's µs/req over the row's).\n`);
+  console.log(report(bare, bareUs));
   console.log('\nServer peak resident memory (VmHWM):');
   for (const p of peaks) console.log(`- ${p.label}: ${fmt(p.hwmMiB)} MiB`);
-  console.log('\nTargets (issue 2):');
+  console.log('\nTargets (issue 12):');
   for (const line of targets(bare)) console.log(line);
-  console.log('\nTargets (issue 3):');
+  console.log('\nSigning (issue 3):');
   for (const line of tokenTargets(rows, bare, signing)) console.log(line);
 }
 

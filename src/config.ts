@@ -20,6 +20,8 @@ export interface Config {
   dataDir: string;
   databaseUrl?: string;
   databasePoolSize: number;
+  /** SQLite: bytes of the database file read through a memory map (SQLITE_MMAP_MB). */
+  sqliteMmapBytes: number;
   baseUrl: string;
   /** 32 bytes: the root secret for encrypting secrets at rest. */
   secretKey: Buffer;
@@ -85,6 +87,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     databaseUrl,
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10),
+    sqliteMmapBytes: int(env, 'SQLITE_MMAP_MB', 1024, 0) * 1024 * 1024,
     baseUrl: (env.BASE_URL || `http://${host === '0.0.0.0' ? 'localhost' : host}:${port}`).replace(/\/+$/, ''),
     secretKey: secretKey(env, dataDir),
     smtpUrl,

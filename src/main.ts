@@ -17,7 +17,7 @@ const exit = (code: number): never => {
 /** `npm start`: opens the store (running migrations), serves, and shuts down gracefully. */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize, sqliteMmapBytes: config.sqliteMmapBytes });
   let log: { error: (o: object, m: string) => void } = console;
   const services = createServices(store, config.secretKey, (err) => log.error({ err }, 'background write failed'), config);
   const app = await buildApp({ config, services, logStream: logs });

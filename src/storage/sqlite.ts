@@ -101,6 +101,8 @@ export class SqliteStore implements Store {
   /** Fails the unit of the batch that is running, if one is. */
   private failRunningUnit: ((error: UnitMisuseError) => void) | undefined;
   private stallWatch: NodeJS.Immediate | undefined;
+  /** Transaction control, prepared once: `exec` would parse the text again for every unit and turn. */
+  private readonly tx: Record<'beginWrite' | 'beginRead' | 'savepoint' | 'rollbackTo' | 'release' | 'commit' | 'rollback', BetterSqlite3.Statement>;
 
   private constructor(file: string, mmapBytes: number) {
     this.conn = new BetterSqlite3(file);
@@ -115,6 +117,16 @@ export class SqliteStore implements Store {
     this.conn.pragma(`mmap_size = ${Math.floor(mmapBytes)}`);
     this.db = new Kysely<Database>({ dialect: new SqliteDialect({ database: this.conn }) });
     this.read = this.outsideExecutor();
+    const control = (sql: string) => this.conn.prepare(sql);
+    this.tx = {
+      beginWrite: control('BEGIN IMMEDIATE'),
+      beginRead: control('BEGIN'),
+      savepoint: control('SAVEPOINT unit'),
+      rollbackTo: control('ROLLBACK TO unit'),
+      release: control('RELEASE unit'),
+      commit: control('COMMIT'),
+      rollback: control('ROLLBACK'),
+    };
   }
 
   static async open(dataDir: string, options: { mmapBytes?: number } = {}): Promise<SqliteStore> {
@@ -141,19 +153,19 @@ export class SqliteStore implements Store {
     this.queue = [];
     const outcomes: Outcome[] = [];
     try {
-      this.conn.exec('BEGIN IMMEDIATE');
+      this.tx.beginWrite.run();
       this.batchOpen = true;
       this.watchStall();
       for (const job of jobs) {
-        this.conn.exec('SAVEPOINT unit');
+        this.tx.savepoint.run();
         const outcome = await this.runUnit(job);
-        if (!outcome.ok) this.conn.exec('ROLLBACK TO unit');
-        this.conn.exec('RELEASE unit');
+        if (!outcome.ok) this.tx.rollbackTo.run();
+        this.tx.release.run();
         outcomes.push(outcome);
       }
-      this.conn.exec('COMMIT');
+      this.tx.commit.run();
     } catch (error) {
-      if (this.conn.inTransaction) this.conn.exec('ROLLBACK');
+      if (this.conn.inTransaction) this.tx.rollback.run();
       this.endBatch();
       for (const job of jobs) job.reject(error);
       return this.afterFlush();
@@ -248,7 +260,7 @@ export class SqliteStore implements Store {
    */
   private beginRead(): void {
     if (this.reading || this.conn.inTransaction) return; // inside a write batch: its transaction
-    this.conn.exec('BEGIN');
+    this.tx.beginRead.run();
     this.reading = true;
     setImmediate(this.endRead);
   }
@@ -256,7 +268,7 @@ export class SqliteStore implements Store {
   private readonly endRead = (): void => {
     if (!this.reading) return;
     this.reading = false;
-    this.conn.exec('COMMIT');
+    this.tx.commit.run();
   };
 
   // better-sqlite3 is synchronous; executors wrap results so repositories are store-agnostic.

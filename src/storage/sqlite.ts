@@ -51,11 +51,28 @@ interface Job {
 
 type Outcome = { ok: boolean; value: unknown };
 
-/** A batch unit's executor: runs inside the batch's transaction while its unit is open, never after. */
+/**
+ * A batch unit's executor: runs inside the batch's transaction while its unit is open, never after.
+ * It also carries the unit's outcome (`settled`), so running a unit costs one object and one promise.
+ */
 class UnitExecutor implements Executor {
   open = true;
+  readonly settled: Promise<Outcome>;
+  private settle!: (outcome: Outcome) => void;
 
-  constructor(private readonly store: SqliteStore) {}
+  constructor(private readonly store: SqliteStore) {
+    this.settled = new Promise<Outcome>((resolve) => (this.settle = resolve));
+  }
+
+  /** Ends the unit with its outcome; once ended (failed for stalling), what its work does later is dropped. */
+  end(ok: boolean, value: unknown): void {
+    if (!this.open) return;
+    this.open = false;
+    this.settle({ ok, value });
+  }
+
+  readonly succeeded = (value: unknown): void => this.end(true, value);
+  readonly failed = (value: unknown): void => this.end(false, value);
 
   private guard(): void {
     if (!this.open) throw new UnitMisuseError('a statement ran after its unit of work had ended (the unit had been failed for awaiting something else)');
@@ -98,8 +115,8 @@ export class SqliteStore implements Store {
   /** A write batch's transaction is open: reads from outside it wait for its end. */
   private batchOpen = false;
   private afterBatch: (() => void)[] = [];
-  /** Fails the unit of the batch that is running, if one is. */
-  private failRunningUnit: ((error: UnitMisuseError) => void) | undefined;
+  /** The unit of the batch that is running, if one is: the stall watch fails it. */
+  private runningUnit: UnitExecutor | undefined;
   private stallWatch: NodeJS.Immediate | undefined;
   /** Transaction control, prepared once: `exec` would parse the text again for every unit and turn. */
   private readonly tx: Record<'beginWrite' | 'beginRead' | 'savepoint' | 'rollbackTo' | 'release' | 'commit' | 'rollback', BetterSqlite3.Statement>;
@@ -188,31 +205,21 @@ export class SqliteStore implements Store {
    * timer per batch watches for that (`watchStall`), so a well-behaved unit pays no timer.
    */
   private runUnit(job: Job): Promise<Outcome> {
-    return new Promise<Outcome>((resolve) => {
-      const executor = new UnitExecutor(this);
-      const end = (outcome: Outcome): void => {
-        if (!executor.open) return; // failed for stalling already: what the abandoned work does later is dropped
-        executor.open = false;
-        this.failRunningUnit = undefined;
-        resolve(outcome);
-      };
-      this.failRunningUnit = (error) => end({ ok: false, value: error });
-      try {
-        job.work(executor).then(
-          (value) => end({ ok: true, value }),
-          (value) => end({ ok: false, value }),
-        );
-      } catch (value) {
-        end({ ok: false, value });
-      }
-    });
+    const unit = new UnitExecutor(this);
+    this.runningUnit = unit;
+    try {
+      job.work(unit).then(unit.succeeded, unit.failed);
+    } catch (value) {
+      unit.end(false, value);
+    }
+    return unit.settled;
   }
 
   /** Fires on the turn after a batch began: a unit still running then has stalled (see runUnit). */
   private watchStall(): void {
     this.stallWatch = setImmediate(() => {
       this.stallWatch = undefined;
-      this.failRunningUnit?.(new UnitMisuseError(STALL_MESSAGE));
+      this.runningUnit?.end(false, new UnitMisuseError(STALL_MESSAGE));
       if (this.batchOpen) this.watchStall(); // the rest of the batch runs on later turns now
     });
   }
@@ -220,6 +227,7 @@ export class SqliteStore implements Store {
   /** Lets the reads that arrived during the batch run, now that it is committed or rolled back. */
   private endBatch(): void {
     this.batchOpen = false;
+    this.runningUnit = undefined;
     clearImmediate(this.stallWatch);
     this.stallWatch = undefined;
     const waiting = this.afterBatch;

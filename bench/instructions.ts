@@ -27,7 +27,7 @@ const { values: flags } = parseArgs({
     warmup: { type: 'string', default: '2000' },
     concurrency: { type: 'string', default: '25' },
     licenses: { type: 'string', default: '500' },
-    /** info: the access log on (to /dev/null, as `npm start` writes it); off: no logger. */
+    /** info: the access log on, written as `npm start` writes it (to this process's stdout); off: warn. */
     log: { type: 'string', default: 'off' },
   },
 });
@@ -58,7 +58,8 @@ try {
     // As main.ts writes it (the tree's own choice: asynchronous if it has one), to /dev/null.
     const accessLog = existsSync(join(tree, 'dist/http/access-log.js')) ? await load('http/access-log.js') : undefined;
     const pino = (await import('pino')).default;
-    logStream = accessLog ? pino.destination({ dest: '/dev/null', sync: false, minLength: 8192 }) : pino.destination({ dest: '/dev/null', sync: true });
+    if (accessLog?.asyncStdout) logStream = accessLog.asyncStdout(); // stdout: send it to /dev/null or a file
+    else logStream = accessLog ? pino.destination({ dest: '/dev/null', sync: false, minLength: 8192 }) : pino.destination({ dest: '/dev/null', sync: true });
   }
   const app = await buildApp({ config, services, logger: flags.log !== 'off', logStream });
   await app.ready();

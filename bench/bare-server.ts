@@ -1,14 +1,26 @@
 import Fastify from 'fastify';
 
 /**
- * The baseline: a bare Fastify endpoint answering a fixed JSON body, with the same logger
- * setting as the service. Run by the benchmark as a child process, pinned like the server.
- * With `DATA_DIR` (a seeded SQLite store) it also serves the reference routes of
- * bench/reference-routes.ts, loaded only then so the bare baseline stays bare.
+ * The baseline: a bare Fastify endpoint (logger off, no schemas, no hooks) that takes the same
+ * request as the public scenarios (a POST with a JSON body, parsed) and answers a fixed
+ * license-shaped JSON of the size public validate answers. Run by the benchmark as a child
+ * process, pinned like the server. With `DATA_DIR` (a seeded SQLite store) it also serves the
+ * reference routes of bench/reference-routes.ts, loaded only then so the bare baseline stays bare.
  */
-const app = Fastify({ logger: { level: process.env.LOG_LEVEL || 'warn' } });
-const body = { isValid: true, status: 'active' };
-app.get('/bare', async () => body);
+const app = Fastify({ logger: false });
+const at = new Date().toISOString();
+const answer = {
+  isValid: true,
+  status: 'active',
+  device: { identifier: 'bench-device-1', name: 'Bench device', activationDate: at },
+  license: { key: 'K7QPM-2XHDA-9RTWC-B4NZE-6FJUV', productId: 'p_0123456789abcdefghij', type: 'perpetual', revoked: false, maxDevices: 100000, expiresAt: null, createdAt: at },
+};
+app.post('/bare', async (req) => {
+  // Read what was sent, as any handler would: the parse is part of the cost compared.
+  if (typeof (req.body as { licenseKey?: unknown } | undefined)?.licenseKey !== 'string') throw new Error('no licenseKey in the body');
+  return answer;
+});
+app.get('/ready', async () => ({ ok: true }));
 if (process.env.DATA_DIR) (await import('./reference-routes.ts')).addReferenceRoutes(app, process.env.DATA_DIR);
 
 const port = Number(process.env.PORT || 3999);

@@ -1,13 +1,17 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 /** A server under test: a child process pinned to one core, with its memory read from /proc. */
 export interface Child {
   pid: number;
   baseUrl: string;
-  /** Resident memory now and at its peak, in MiB (VmRSS, VmHWM). */
-  memory(): { rssMiB: number; hwmMiB: number };
+  /**
+   * Resident memory in MiB: now (VmRSS) and at its peak (VmHWM), and now split into anonymous
+   * (the process's own: heap, stacks, SQLite's page cache; RssAnon) and file-backed pages (the
+   * binary, libraries, a memory-mapped database: the OS's cache, which it may drop; RssFile).
+   */
+  memory(): { rssMiB: number; hwmMiB: number; anonMiB: number; fileMiB: number };
   /** CPU time the child has used so far (user + system), in seconds. */
   cpuSeconds(): number;
   stop(): Promise<void>;
@@ -21,6 +25,11 @@ export interface ChildOptions {
   core?: number;
   /** Path answering 200 once the child serves. */
   readyPath: string;
+  /**
+   * Where the child's stdout goes (its logs): a file, as a log file or a journal would take it.
+   * A pipe read by this process would charge the log's volume to the load generator's core.
+   */
+  stdoutFile?: string;
 }
 
 function statusField(pid: number, field: string): number {
@@ -68,20 +77,24 @@ export async function startChild(o: ChildOptions): Promise<Child> {
   const port = await freePort();
   // taskset execs node in place, so the child's pid is the server's pid.
   const [cmd, args] = o.core === undefined ? [process.execPath, o.args] : ['taskset', ['-c', String(o.core), process.execPath, ...o.args]];
+  const stdoutFd = o.stdoutFile === undefined ? undefined : openSync(o.stdoutFile, 'a');
   const child = spawn(cmd, args, {
     env: { ...process.env, ...o.env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', stdoutFd ?? 'pipe', 'pipe'],
   });
-  let log = '';
+  if (stdoutFd !== undefined) closeSync(stdoutFd);
+  let errors = '';
   const keep = (chunk: Buffer) => {
-    log = (log + chunk.toString()).slice(-8000);
+    errors = (errors + chunk.toString()).slice(-8000);
   };
-  child.stdout!.on('data', keep);
+  child.stdout?.on('data', keep);
   child.stderr!.on('data', keep);
+  const tail = (text: string) => text.slice(-8000);
+  const output = () => (o.stdoutFile === undefined ? errors : `${tail(readFileSync(o.stdoutFile, 'utf8'))}\n${errors}`);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const baseUrl = `http://127.0.0.1:${port}`;
   try {
-    await waitReady(baseUrl + o.readyPath, child, () => log);
+    await waitReady(baseUrl + o.readyPath, child, output);
   } catch (error) {
     child.kill('SIGKILL');
     throw error;
@@ -90,21 +103,24 @@ export async function startChild(o: ChildOptions): Promise<Child> {
   // A server that died under load is the finding: say so with its last output.
   const alive = (): number => {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`server ${pid} died (${child.signalCode ?? `exit ${child.exitCode}`}):\n${log}`);
+      throw new Error(`server ${pid} died (${child.signalCode ?? `exit ${child.exitCode}`}):\n${output()}`);
     }
     return pid;
   };
   return {
     pid,
     baseUrl,
-    memory: () => ({ rssMiB: statusField(alive(), 'VmRSS'), hwmMiB: statusField(alive(), 'VmHWM') }),
+    memory: () => {
+      const id = alive();
+      return { rssMiB: statusField(id, 'VmRSS'), hwmMiB: statusField(id, 'VmHWM'), anonMiB: statusField(id, 'RssAnon'), fileMiB: statusField(id, 'RssFile') };
+    },
     cpuSeconds: () => cpuSeconds(alive()),
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
       await exited;
       clearTimeout(timer);
-      if (child.exitCode !== 0 && child.signalCode === null && log.trim()) process.stderr.write(`server ${pid} exited ${child.exitCode}:\n${log}\n`);
+      if (child.exitCode !== 0 && child.signalCode === null) process.stderr.write(`server ${pid} exited ${child.exitCode}:\n${output()}\n`);
     },
   };
 }

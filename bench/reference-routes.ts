@@ -5,6 +5,7 @@ import { Kysely, SqliteDialect } from 'kysely';
 import { licenseStatements } from '../src/modules/licenses/repository.ts';
 import { PublicLicenseQuery, PublicValidationResult } from '../src/modules/public/schemas.ts';
 import type { Database } from '../src/storage/schema.ts';
+import { SQLITE_MMAP_DEFAULT } from '../src/storage/sqlite.ts';
 
 /**
  * Two reference routes that show how far public validate can go on this machine, measured with the
@@ -17,6 +18,7 @@ import type { Database } from '../src/storage/schema.ts';
 export function addReferenceRoutes(app: FastifyInstance, dataDir: string): void {
   const conn = new BetterSqlite3(join(dataDir, 'tessera.db'), { readonly: true });
   conn.pragma('cache_size = -16384'); // as the service's store
+  conn.pragma(`mmap_size = ${SQLITE_MMAP_DEFAULT}`);
   const validation = licenseStatements({ db: new Kysely<Database>({ dialect: new SqliteDialect({ database: conn }) }), lockRows: false }).validation;
   const lookup = conn.prepare(validation.bind({ key: '', identifier: '' }).sql).raw(true);
   const deviceName = lookup.columns().findIndex((c) => c.name === 'device_name');

@@ -4,11 +4,14 @@
  * For each store (SQLite in a temporary DATA_DIR, PostgreSQL in a fresh database that is dropped
  * afterwards) and each license count: seed (bench/seed.ts), start the server as `npm start` runs it
  * (package.json; its build step first) as a child pinned to core 0, run every scenario with autocannon from this process pinned to core 1 (it re-executes
- * itself under `taskset -c 1`), stop the child. The bare endpoint (bench/bare-server.ts) runs the
+ * itself under `taskset -c 1`), stop the child. The server runs with its default settings (LOG_LEVEL
+ * info, the access log on, its stdout to a file); then again at LOG_LEVEL=warn (the access log off),
+ * printed beside it. On PostgreSQL it also runs as two processes on the one database. The bare
+ * endpoint (bench/bare-server.ts: the same POST, a fixed license-shaped answer, logger off) runs the
  * same way before and after the stores; ratios are to the mean of its two runs. On each SQLite store
  * it also serves the reference routes (bench/reference-routes.ts), loaded with public validate's
  * requests: the ceiling for that route on this machine. Prints a markdown table and the targets of
- * issues 2 and 3.
+ * issue 12 (and issue 3's signer target).
  *
  * Adding a scenario: append to `scenarios` in bench/scenarios.ts an object with a `name`, a
  * `request(ctx)` returning an autocannon request (vary it per request in `setupRequest`), a
@@ -31,11 +34,11 @@ import pg from 'pg';
 import { startChild } from './child.ts';
 import { type LoadOptions, type LoadResult, measure, sample } from './load.ts';
 import { type Scenario, type StoreKind, scenarios } from './scenarios.ts';
-import { seed } from './seed.ts';
+import { type Fixture, seed } from './seed.ts';
+import { createServer } from 'node:http';
 import { measureSigning } from './signing.ts';
 import { tokenTargets } from './token-scenarios.ts';
 import { measureWebhookDeliveries } from './webhook-deliveries.ts';
-import { createServer } from 'node:http';
 
 const { values: flags } = parseArgs({
   options: {
@@ -50,6 +53,8 @@ const { values: flags } = parseArgs({
     'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
     'cpu-prof': { type: 'string' },
     'no-pin': { type: 'boolean', default: false },
+    'no-logs-off': { type: 'boolean', default: false },
+    'pg-processes': { type: 'string' },
     webhooks: { type: 'boolean', default: false },
     'webhook-deliveries': { type: 'string' },
     help: { type: 'boolean', default: false },
@@ -69,6 +74,8 @@ if (flags.help) {
   --database-url <url>    PostgreSQL server to create the bench database on (default BENCH_DATABASE_URL or postgres://postgres@127.0.0.1:5432/postgres)
   --cpu-prof <dir>        write V8 CPU profiles of each server child into <dir>
   --no-pin                do not pin the server and the load generator to separate cores
+  --no-logs-off           skip the second run of each store at LOG_LEVEL=warn (access log off)
+  --pg-processes <list>   server processes sharing the PostgreSQL database (default 1,2; all on the server core)
   --webhooks              give the bench account a webhook endpoint taking every event (a loopback
                           receiver in this process): the scenarios run with webhook deliveries on
   --webhook-deliveries <n> also measure webhook deliveries/s: n deliveries to a loopback receiver, per store`);
@@ -113,14 +120,13 @@ const selected: Scenario[] = flags.scenarios
 for (const s of stores) if (s !== 'sqlite' && s !== 'postgres') throw new Error(`Unknown store "${s}"`);
 for (const n of Object.values(licenseCounts).flat()) if (!Number.isInteger(n) || n < 1) throw new Error(`Bad license count ${n}`);
 
+// The service's defaults otherwise: LOG_LEVEL info (the access log on), a user's `npm start`.
 const ENV: Record<string, string> = {
   RATE_LIMIT: 'off',
-  LOG_LEVEL: 'warn',
   SECRET_KEY: '7e'.repeat(32),
   // --webhooks: the receiver is on loopback.
   ...(flags.webhooks ? { WEBHOOK_ALLOW_PRIVATE: 'true' } : {}),
 };
-
 /** --webhooks: a receiver answering 204 to every delivery, on the load core (this process). */
 async function startReceiver(): Promise<{ url: string; received: () => number; close: () => void }> {
   let received = 0;
@@ -136,7 +142,19 @@ async function startReceiver(): Promise<{ url: string; received: () => number; c
   const { port } = server.address() as { port: number };
   return { url: `http://127.0.0.1:${port}/hook`, received: () => received, close: () => server.close() };
 }
+/** --webhooks: the bench account's endpoint, taking every event (one per run: the database persists between runs). */
+async function subscribe(baseUrl: string, fixture: Fixture, url: string): Promise<void> {
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${fixture.apiKey}` };
+  const existing = (await (await fetch(`${baseUrl}/api/v1/webhooks`, { headers })).json()) as { data?: { id: string }[] } | { id: string }[];
+  for (const e of Array.isArray(existing) ? existing : (existing.data ?? [])) await fetch(`${baseUrl}/api/v1/webhooks/${e.id}`, { method: 'DELETE', headers: { authorization: headers.authorization } });
+  const res = await fetch(`${baseUrl}/api/v1/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url, events: ['*'] }) });
+  if (res.status !== 200) throw new Error(`--webhooks: creating the endpoint answered ${res.status} ${await res.text()}`);
+}
 const deliveryRows: { store: StoreKind; deliveries: number; perSecond: number; cpuPerDeliveryUs: number }[] = [];
+/** The second run of each store: warn hides the access line of every fast success. */
+const LOGS_OFF = { LOG_LEVEL: 'warn' };
+const logsOff = !flags['no-logs-off'];
+const pgProcesses = counts(flags['pg-processes'], [1, 2]);
 /**
  * How `npm start` runs the server (package.json): the bench measures what runs in production. Its
  * node flags (not its module loaders) also go to the bare endpoint, which needs tsx for its own file.
@@ -160,22 +178,37 @@ const profiling = (label: string): string[] =>
 const say = (message: string) => process.stderr.write(`${message}\n`);
 
 interface Row extends LoadResult {
-  store: StoreKind | 'bare' | 'reference';
+  store: string;
   licenses: number | null;
   scenario: string;
+  /** The same scenario with the access log off (LOG_LEVEL=warn), when run. */
+  logsOff?: LoadResult;
 }
 const rows: Row[] = [];
 const peaks: { label: string; hwmMiB: number }[] = [];
 
 function startBare(label: string, env: Record<string, string> = {}) {
   const args = [...START.flags, ...profiling(label), '--import', 'tsx', 'bench/bare-server.ts'];
-  return startChild({ args, env: { ...ENV, ...env }, core: pin ? SERVER_CORE : undefined, readyPath: '/bare' });
+  return startChild({ args, env: { ...ENV, ...env }, core: pin ? SERVER_CORE : undefined, readyPath: '/ready' });
 }
+
+/** What public validate sends (a key in the service's format, a device, a product id), to the bare POST. */
+const BARE_REQUEST: Parameters<typeof measure>[1] = {
+  method: 'POST',
+  path: '/bare',
+  headers: { 'content-type': 'application/json' },
+  setupRequest: (req) => ({
+    ...req,
+    body: `{"licenseKey":"K7QPM-2XHDA-9RTWC-B4NZE-6FJUV","deviceIdentifier":"bench-device-${Math.floor(Math.random() * 100_000)}","productId":"p_0123456789abcdefghij"}`,
+  }),
+};
 
 async function runBare(): Promise<LoadResult> {
   const child = await startBare('bare');
   try {
-    return await measure(child, { method: 'GET', path: '/bare' }, load);
+    const probe = await sample(child.baseUrl, BARE_REQUEST);
+    if (probe.status !== 200) throw new Error(`bare endpoint: HTTP ${probe.status} ${JSON.stringify(probe.body)}`);
+    return await measure(child, BARE_REQUEST, load);
   } finally {
     await child.stop();
   }
@@ -234,47 +267,74 @@ async function analyze(databaseUrl: string): Promise<void> {
   await client.end();
 }
 
+/** Starts `processes` servers on the store (several only on PostgreSQL), as `npm start` runs them. */
+async function startServers(store: StoreKind, count: number, target: { dataDir: string; databaseUrl?: string }, processes: number, extra: Record<string, string>) {
+  const env: Record<string, string> = { ...ENV, ...extra, DATA_DIR: target.dataDir };
+  if (target.databaseUrl) env.DATABASE_URL = target.databaseUrl;
+  const label = `${store}-${count}${processes > 1 ? `-x${processes}` : ''}${extra.LOG_LEVEL ? `-${extra.LOG_LEVEL}` : ''}`;
+  const children = [];
+  try {
+    for (let i = 0; i < processes; i++) {
+      const args = [...profiling(label), ...START.server];
+      // Each server's log to a file in the store's temporary directory (removed with it).
+      children.push(await startChild({ args, env, core: pin ? SERVER_CORE : undefined, readyPath: '/readyz', stdoutFile: join(target.dataDir, `server-${label}-${i}.log`) }));
+    }
+  } catch (error) {
+    for (const child of children) await child.stop();
+    throw error;
+  }
+  return children;
+}
+
+/** Every selected scenario against `children` (the first one prepares and answers the sample). */
+async function runScenarios(store: StoreKind, children: Awaited<ReturnType<typeof startServers>>, fixture: Fixture, what: string): Promise<Map<string, LoadResult>> {
+  const results = new Map<string, LoadResult>();
+  for (const scenario of selected) {
+    const ctx = { store, baseUrl: children[0]!.baseUrl, fixture };
+    await scenario.prepare?.(ctx);
+    const request = scenario.request(ctx);
+    const probe = await sample(children[0]!.baseUrl, request);
+    const problem = scenario.check(probe.status, probe.body);
+    if (problem) throw new Error(`${scenario.name} on ${store}: ${problem}`);
+    const result = await measure(children, request, load);
+    results.set(scenario.name, result);
+    if (scenario.pacedRate) {
+      const paced = await measure(children, request, { ...load, rate: scenario.pacedRate });
+      results.set(`${scenario.name} @ ${scenario.pacedRate}/s`, paced);
+      say(`  ${scenario.name} @ ${scenario.pacedRate}/s${what}: ${Math.round(paced.rps)} req/s, p99 ${paced.p99} ms, failed ${paced.failed}`);
+    }
+    say(`  ${scenario.name}${what}: ${Math.round(result.rps)} req/s, p99 ${result.p99} ms, server CPU ${Math.round(result.cpuPercent)}% (${Math.round(result.cpuPerRequestUs)} µs/req), load CPU ${Math.round(result.loadCpuPercent)}%, anon RSS ${Math.round(result.anonMiB)} MiB`);
+  }
+  return results;
+}
+
 async function runStore(store: StoreKind, count: number): Promise<void> {
   await withTarget(store, async (target) => {
     const started = Date.now();
     const fixture = await seed(target, count);
     if (target.databaseUrl) await analyze(target.databaseUrl);
     say(`  seeded ${count.toLocaleString('en-US')} licenses in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    const env: Record<string, string> = { ...ENV, DATA_DIR: target.dataDir };
-    if (target.databaseUrl) env.DATABASE_URL = target.databaseUrl;
-    const args = [...profiling(`${store}-${count}`), ...START.server];
-    const child = await startChild({ args, env, core: pin ? SERVER_CORE : undefined, readyPath: '/readyz' });
-    const receiver = flags.webhooks ? await startReceiver() : undefined;
-    try {
-      if (receiver) {
-        const res = await fetch(`${child.baseUrl}/api/v1/webhooks`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${fixture.apiKey}` },
-          body: JSON.stringify({ url: receiver.url, events: ['*'] }),
-        });
-        if (res.status !== 200) throw new Error(`--webhooks: creating the endpoint answered ${res.status} ${await res.text()}`);
-      }
-      for (const scenario of selected) {
-        const ctx = { store, baseUrl: child.baseUrl, fixture };
-        await scenario.prepare?.(ctx);
-        const request = scenario.request(ctx);
-        const probe = await sample(child.baseUrl, request);
-        const problem = scenario.check(probe.status, probe.body);
-        if (problem) throw new Error(`${scenario.name} on ${store}: ${problem}`);
-        const result = await measure(child, request, load);
-        rows.push({ store, licenses: count, scenario: scenario.name, ...result });
-        say(`  ${scenario.name}: ${Math.round(result.rps)} req/s, p99 ${result.p99} ms, server CPU ${Math.round(result.cpuPercent)}% (${Math.round(result.cpuPerRequestUs)} µs/req), load CPU ${Math.round(result.loadCpuPercent)}%`);
-        if (scenario.pacedRate) {
-          const paced = await measure(child, request, { ...load, rate: scenario.pacedRate });
-          rows.push({ store, licenses: count, scenario: `${scenario.name} @ ${scenario.pacedRate}/s`, ...paced });
-          say(`  ${scenario.name} @ ${scenario.pacedRate}/s: ${Math.round(paced.rps)} req/s, p99 ${paced.p99} ms, failed ${paced.failed}`);
+    for (const processes of store === 'postgres' ? pgProcesses : [1]) {
+      const name = processes > 1 ? `${store} ×${processes}` : store;
+      const run = async (extra: Record<string, string>, what: string) => {
+        const children = await startServers(store, count, target, processes, extra);
+        const receiver = flags.webhooks ? await startReceiver() : undefined;
+        try {
+          if (receiver) await subscribe(children[0]!.baseUrl, fixture, receiver.url);
+          const results = await runScenarios(store, children, fixture, what);
+          if (receiver) say(`  webhook deliveries received during the scenarios${what}: ${receiver.received()}`);
+          const hwm = children.map((c) => c.memory().hwmMiB);
+          peaks.push({ label: `${name}, ${count.toLocaleString('en-US')} licenses${what}`, hwmMiB: Math.max(...hwm) });
+          return results;
+        } finally {
+          for (const child of children) await child.stop();
+          receiver?.close();
         }
-      }
-      peaks.push({ label: `${store}, ${count.toLocaleString('en-US')} licenses`, hwmMiB: child.memory().hwmMiB });
-      if (receiver) say(`  webhook deliveries received during the scenarios: ${receiver.received()}`);
-    } finally {
-      await child.stop();
-      receiver?.close();
+      };
+      if (processes > 1) say(`  ${processes} server processes on one database`);
+      const main = await run({}, '');
+      const quiet = logsOff ? await run(LOGS_OFF, ' (logs off)') : undefined;
+      for (const [scenario, result] of main) rows.push({ store: name, licenses: count, scenario, ...result, logsOff: quiet?.get(scenario) });
     }
     if (store === 'sqlite' && selected.some((s) => s.name === 'public validate')) {
       await runReferences(target.dataDir, count, { store, baseUrl: '', fixture });
@@ -284,56 +344,59 @@ async function runStore(store: StoreKind, count: number): Promise<void> {
 
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
-function report(bare: number): string {
+const MB = (mib: number) => mib * 1.048576;
+
+function report(bare: number, bareUs: number): string {
   const lines = [
-    '| Store | Licenses | Scenario | req/s | p50 ms | p99 ms | × bare | failed | server CPU % | server µs/req | load CPU % | peak RSS MiB |',
-    '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| Store | Licenses | Scenario | req/s | p50 ms | p99 ms | × bare | failed | server CPU % | server µs/req | × bare µs | logs off: req/s | logs off: µs/req | logs off: × bare | load CPU % | anon RSS MiB | file RSS MiB |',
+    '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
     const ratio = r.store === 'bare' ? '1.00' : (r.rps / bare).toFixed(2);
+    const cpuRatio = r.store === 'bare' ? '1.00' : (bareUs / r.cpuPerRequestUs).toFixed(2);
+    const off = r.logsOff ? [fmt(r.logsOff.rps), fmt(r.logsOff.cpuPerRequestUs), (r.logsOff.rps / bare).toFixed(2)] : ['', '', ''];
     lines.push(
-      `| ${r.store} | ${r.licenses === null ? '' : fmt(r.licenses)} | ${r.scenario} | ${fmt(r.rps)} | ${r.p50} | ${r.p99} | ${ratio} | ${r.failed} | ${fmt(r.cpuPercent)} | ${fmt(r.cpuPerRequestUs)} | ${fmt(r.loadCpuPercent)} | ${fmt(r.rssMiB)} |`,
+      `| ${r.store} | ${r.licenses === null ? '' : fmt(r.licenses)} | ${r.scenario} | ${fmt(r.rps)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${ratio} | ${r.failed} | ${fmt(r.cpuPercent)} | ${fmt(r.cpuPerRequestUs)} | ${cpuRatio} | ${off.join(' | ')} | ${fmt(r.loadCpuPercent)} | ${fmt(r.anonMiB)} | ${fmt(r.fileMiB)} |`,
     );
   }
   return lines.join('\n');
 }
 
+/** Issue 12's targets, from this run's rows (ratios to the bare POST of the same run). */
 function targets(bare: number): string[] {
-  const find = (store: StoreKind, scenario: string, licenses?: number) =>
-    rows.find((r) => r.store === store && r.scenario === scenario && (licenses === undefined || r.licenses === licenses));
+  const find = (store: string, scenario: string, licenses?: number) =>
+    rows.filter((r) => r.store === store && r.scenario === scenario && (licenses === undefined || r.licenses === licenses));
   const out: string[] = [];
   const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met');
-  const validate = find('sqlite', 'public validate', 100_000);
-  if (validate) {
-    out.push(`- Public validate, SQLite, 100,000 licenses: ${(validate.rps / bare).toFixed(2)}x bare (target 0.5x), p99 ${validate.p99} ms (target < 15): ${verdict(validate.rps / bare >= 0.5 && validate.p99 < 15)}`);
-    const ceilings = rows.filter((r) => r.store === 'reference' && r.licenses === validate.licenses);
-    if (ceilings.length > 0) out.push(`  (reference routes, same requests: ${ceilings.map((r) => `${r.scenario} ${(r.rps / bare).toFixed(2)}x`).join('; ')})`);
+  const ratio = (r: Row) => r.rps / bare;
+  for (const r of find('sqlite', 'public validate')) {
+    out.push(`- Public validate, SQLite, ${fmt(r.licenses ?? 0)} licenses, access log on: ${ratio(r).toFixed(2)}x bare (target 0.6x), p99 ${r.p99} ms (target < 10): ${verdict(ratio(r) >= 0.6 && r.p99 < 10)}${r.logsOff ? `; logs off ${(r.logsOff.rps / bare).toFixed(2)}x` : ''}`);
   }
-  const activate = find('sqlite', 'public activate', 100_000) ?? find('sqlite', 'public activate');
-  if (activate) out.push(`- Public activate, SQLite (synchronous=FULL): ${(activate.rps / bare).toFixed(2)}x bare (target 0.15x): ${verdict(activate.rps / bare >= 0.15)}`);
-  const small = find('sqlite', 'public validate', 10_000);
-  const large = find('sqlite', 'public validate', 1_000_000);
+  const ceilings = rows.filter((r) => r.store === 'reference');
+  if (ceilings.length > 0) out.push(`  (reference routes, same requests: ${ceilings.map((r) => `${fmt(r.licenses ?? 0)}: ${r.scenario} ${ratio(r).toFixed(2)}x`).join('; ')})`);
+  for (const r of find('sqlite', 'token refresh')) out.push(`- Token refresh, SQLite, ${fmt(r.licenses ?? 0)} licenses: ${ratio(r).toFixed(2)}x bare (target 0.3x): ${verdict(ratio(r) >= 0.3)}`);
+  for (const r of find('sqlite', 'public activate')) {
+    out.push(`- Public activate (durable), SQLite, ${fmt(r.licenses ?? 0)} licenses: ${ratio(r).toFixed(2)}x bare (target 0.25x), p99 ${r.p99} ms (target < 20): ${verdict(ratio(r) >= 0.25 && r.p99 < 20)}`);
+  }
+  const [small] = find('sqlite', 'public validate', 10_000);
+  const [large] = find('sqlite', 'public validate', 1_000_000);
   if (small && large) {
     const drift = (large.rps - small.rps) / small.rps;
-    out.push(`- Public validate, SQLite, 1,000,000 vs 10,000 licenses: ${(drift * 100).toFixed(1)}% (target within 10%): ${verdict(Math.abs(drift) <= 0.1)}`);
+    const cpuDrift = (large.cpuPerRequestUs - small.cpuPerRequestUs) / small.cpuPerRequestUs;
+    out.push(`- Public validate, SQLite, 1,000,000 vs 10,000 licenses: ${(drift * 100).toFixed(1)}% req/s, ${(cpuDrift * 100).toFixed(1)}% server µs/req (target within 10%): ${verdict(Math.abs(drift) <= 0.1)}`);
   }
-  for (const store of ['postgres'] as const) {
-    for (const name of ['public validate', 'public activate']) {
-      const r = find(store, name);
-      if (r) out.push(`- ${name}, PostgreSQL, ${fmt(r.licenses ?? 0)} licenses: ${(r.rps / bare).toFixed(2)}x bare, p99 ${r.p99} ms (reported beside SQLite)`);
-    }
+  const single = rows.filter((r) => !r.store.includes('×') && r.store !== 'bare' && r.store !== 'reference');
+  if (single.length > 0) {
+    const worst = single.reduce((a, b) => (b.anonMiB > a.anonMiB ? b : a));
+    out.push(`- Server anonymous resident memory under load, highest: ${fmt(worst.anonMiB)} MiB = ${fmt(MB(worst.anonMiB))} MB (${worst.store}, ${fmt(worst.licenses ?? 0)}, ${worst.scenario}; target < 200 MB): ${verdict(MB(worst.anonMiB) < 200)}; file-backed beside it ${fmt(worst.fileMiB)} MiB`);
   }
-  if (peaks.length > 0) {
-    const worst = Math.max(...peaks.map((p) => p.hwmMiB));
-    out.push(`- Server peak resident memory (VmHWM) under load: ${fmt(worst)} MiB (target < 200): ${verdict(worst < 200)}`);
+  for (const r of rows.filter((row) => row.store.startsWith('postgres'))) {
+    out.push(`- ${r.scenario}, ${r.store}, ${fmt(r.licenses ?? 0)} licenses: ${ratio(r).toFixed(2)}x bare, p99 ${r.p99} ms, ${fmt(r.cpuPerRequestUs)} µs/req (reported beside SQLite)`);
   }
   return out;
 }
 
 async function main(): Promise<void> {
-  say(`bench: ${load.connections} connections, ${load.duration} s measured after ${load.warmup} s warm-up, server on core ${SERVER_CORE}, load on core ${LOAD_CORE}${pin ? '' : ' (unpinned)'}, server as npm start: node ${START.server.join(' ')}`);
-  // npm start's build step (when it has one), once, so the bench runs the current code.
-  if (START.prestart && spawnSync('npm', ['run', '--silent', 'prestart'], { stdio: 'inherit' }).status !== 0) throw new Error('npm run prestart failed');
   // What the selected scenarios need beside the server (the Stripe double), for the whole run.
   const helpers = [];
   for (const scenario of selected) {
@@ -351,6 +414,9 @@ async function main(): Promise<void> {
 }
 
 async function runAll(): Promise<void> {
+  say(`bench: ${load.connections} connections, ${load.duration} s measured after ${load.warmup} s warm-up, server on core ${SERVER_CORE}, load on core ${LOAD_CORE}${pin ? '' : ' (unpinned)'}, server as npm start: node ${START.server.join(' ')}`);
+  // npm start's build step (when it has one), once, so the bench runs the current code.
+  if (START.prestart && spawnSync('npm', ['run', '--silent', 'prestart'], { stdio: 'inherit' }).status !== 0) throw new Error('npm run prestart failed');
   say('bare Fastify endpoint');
   const bareBefore = await runBare();
   say(`  ${Math.round(bareBefore.rps)} req/s, server CPU ${Math.round(bareBefore.cpuPercent)}% (${Math.round(bareBefore.cpuPerRequestUs)} µs/req), load CPU ${Math.round(bareBefore.loadCpuPercent)}%`);
@@ -372,21 +438,22 @@ async function runAll(): Promise<void> {
   const bareAfter = await runBare();
   say(`  ${Math.round(bareAfter.rps)} req/s, server CPU ${Math.round(bareAfter.cpuPercent)}% (${Math.round(bareAfter.cpuPerRequestUs)} µs/req), load CPU ${Math.round(bareAfter.loadCpuPercent)}%`);
   const bare = (bareBefore.rps + bareAfter.rps) / 2;
+  const bareUs = (bareBefore.cpuPerRequestUs + bareAfter.cpuPerRequestUs) / 2;
   // In this process, with no load running: the ES256 limit the token scenarios are held to.
   say('ES256 signing on one core (raw node:crypto, the server signer, jose)');
   const signing = await measureSigning(quick ? 1000 : 3000);
   rows.unshift(
-    { store: 'bare', licenses: null, scenario: 'fixed JSON (before)', ...bareBefore },
-    { store: 'bare', licenses: null, scenario: 'fixed JSON (after)', ...bareAfter },
+    { store: 'bare', licenses: null, scenario: 'POST, fixed answer (before)', ...bareBefore },
+    { store: 'bare', licenses: null, scenario: 'POST, fixed answer (after)', ...bareAfter },
   );
 
-  console.log(`\nRatios are to the mean of the two bare runs: ${fmt(bare)} req/s.\n`);
-  console.log(report(bare));
+  console.log(`\nRatios are to the mean of the two bare runs: ${fmt(bare)} req/s, ${fmt(bareUs, 1)} server µs/req (× bare µs: the bare endpoint's µs/req over the row's).\n`);
+  console.log(report(bare, bareUs));
   console.log('\nServer peak resident memory (VmHWM):');
   for (const p of peaks) console.log(`- ${p.label}: ${fmt(p.hwmMiB)} MiB`);
-  console.log('\nTargets (issue 2):');
+  console.log('\nTargets (issue 12):');
   for (const line of targets(bare)) console.log(line);
-  console.log('\nTargets (issue 3):');
+  console.log('\nSigning (issue 3):');
   for (const line of tokenTargets(rows, bare, signing)) console.log(line);
   const purchases = rows.filter((r) => r.scenario === 'stripe purchase');
   if (purchases.length > 0) {

@@ -1,13 +1,14 @@
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
+import type { DestinationStream } from 'pino';
 import type { Config } from './config.ts';
+import { AccessLog, loggerOptions } from './http/access-log.ts';
 import { requireApiKey } from './http/auth.ts';
 import { registerIdempotency } from './http/idempotency.ts';
 import { Metrics, registerMetrics } from './http/metrics.ts';
 import { registerRateLimits } from './http/rate-limit.ts';
 import { clientErrorHandler, frameworkErrors, refuseWhileClosing, registerErrorHandling } from './http/errors.ts';
-
 import { JSON_BODY_LIMIT, registerJsonBody } from './http/json-body.ts';
 import { auditRoutes } from './modules/audit/routes.ts';
 import { healthRoutes } from './modules/health/routes.ts';
@@ -32,8 +33,8 @@ export interface AppOptions {
   services: Services;
   /** false silences logs (tests); otherwise structured JSON logs at config.logLevel. */
   logger?: boolean;
-  /** Where logs go (stdout by default). */
-  logStream?: NodeJS.WritableStream;
+  /** Where logs go (stdout, written synchronously, by default; `npm start` passes an asynchronous one). */
+  logStream?: DestinationStream;
   /** E-mail transport and outbox-worker overrides (tests). */
   mail?: MailOptions;
 }
@@ -47,13 +48,11 @@ const headersTimeout = (h: Config['http']) => (h.requestTimeoutMs > 0 && h.heade
 const trustProxyOption = (trust: Config['trustProxy']) => (typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust);
 
 export async function buildApp({ config, services, logger = true, logStream, mail }: AppOptions): Promise<FastifyInstance> {
+  // One access line per request instead of Fastify's two (http/access-log.ts).
+  const accessLog = logger ? new AccessLog({ slowMs: config.logSlowMs, samplePublic: config.logSamplePublic }) : undefined;
   const app = Fastify({
-    logger: logger && {
-      level: config.logLevel,
-      // Request logs carry method, URL and address only; these never reach a log line.
-      redact: ['req.headers.authorization', 'req.headers["license-key"]', 'req.body'],
-      ...(logStream ? { stream: logStream } : {}),
-    },
+    logger: logger && loggerOptions(config.logLevel, logStream),
+    ...(accessLog ? { logController: accessLog } : {}),
     bodyLimit: JSON_BODY_LIMIT,
     // The timeout policy (docs/security.md): silent, slow and idle connections are closed.
     connectionTimeout: config.http.connectionTimeoutMs,
@@ -76,6 +75,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
 
   capConnections(app, config.http.maxConnections);
   registerErrorHandling(app);
+  accessLog?.watchErrors(app);
   refuseWhileClosing(app);
   registerJsonBody(app);
 

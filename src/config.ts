@@ -62,12 +62,18 @@ export interface Config {
   dataDir: string;
   databaseUrl?: string;
   databasePoolSize: number;
+  /** SQLite: bytes of the database file read through a memory map (SQLITE_MMAP_MB). */
+  sqliteMmapBytes: number;
   baseUrl: string;
   /** 32 bytes: the root secret for encrypting secrets at rest. */
   secretKey: Buffer;
   smtpUrl?: string;
   mailFrom: string;
   logLevel: string;
+  /** Requests slower than this (ms) are logged in full at warn. */
+  logSlowMs: number;
+  /** Share (0..1) of successful public-API requests that get an access line. */
+  logSamplePublic: number;
   /**
    * Which proxies' X-Forwarded-For is believed (Fastify's trustProxy): false (none), a number of
    * hops, or the proxies' addresses/CIDRs. `true` (every hop) lets a client choose its address.
@@ -91,6 +97,14 @@ export interface Config {
 }
 
 type Env = Record<string, string | undefined>;
+
+function fraction(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0 || value > 1) throw new Error(`${name} must be a number from 0 to 1, got "${raw}"`);
+  return value;
+}
 
 function int(env: Env, name: string, fallback: number, min = 1): number {
   const raw = env[name];
@@ -184,11 +198,14 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     databaseUrl,
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10),
+    sqliteMmapBytes: int(env, 'SQLITE_MMAP_MB', 1024, 0) * 1024 * 1024,
     baseUrl: (env.BASE_URL || `http://${host === '0.0.0.0' ? 'localhost' : host}:${port}`).replace(/\/+$/, ''),
     secretKey: secretKey(env, dataDir),
     smtpUrl,
     mailFrom: env.MAIL_FROM || 'Tessera <no-reply@localhost>',
     logLevel: env.LOG_LEVEL || 'info',
+    logSlowMs: int(env, 'LOG_SLOW_MS', 1000, 0),
+    logSamplePublic: fraction(env, 'LOG_SAMPLE_PUBLIC', 1),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     http: {
       headersTimeoutMs: int(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 0),

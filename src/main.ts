@@ -1,10 +1,19 @@
 import { buildApp } from './app.ts';
 import { loadConfig } from './config.ts';
+import { asyncStdout } from './http/access-log.ts';
 import { createServices } from './services.ts';
 import { lockDataDir, secureDataDir } from './storage/data-dir.ts';
 import { openStore } from './storage/index.ts';
 
 const SHUTDOWN_DEADLINE_MS = 10_000;
+
+// Log lines are buffered and written asynchronously (at least every second); every exit path
+// below writes what is left first.
+const logs = asyncStdout();
+const exit = (code: number): never => {
+  logs.flushSync();
+  process.exit(code);
+};
 
 /** `npm start`: opens the store (running migrations), serves, and shuts down gracefully. */
 async function main(): Promise<void> {
@@ -13,14 +22,18 @@ async function main(): Promise<void> {
   // (SQLite only: processes sharing PostgreSQL are meant to run side by side).
   secureDataDir(config.dataDir);
   const lock = config.databaseUrl ? undefined : lockDataDir(config.dataDir);
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize, sqliteMmapBytes: config.sqliteMmapBytes });
   let log: { error: (o: object, m: string) => void } = console;
   const services = createServices(store, config.secretKey, (err) => log.error({ err }, 'background write failed'), config);
-  const app = await buildApp({ config, services });
+  const app = await buildApp({ config, services, logStream: logs });
   log = app.log;
   if (config.trustProxy === true) {
     app.log.warn('TRUST_PROXY=true believes every X-Forwarded-For hop, so a client can choose its address (and dodge rate limits). Set TRUST_PROXY=1 (one proxy) or the proxy addresses instead; see docs/security.md.');
   }
+  process.on('uncaughtException', (err) => {
+    app.log.fatal({ err }, 'uncaught exception: exiting');
+    exit(1);
+  });
 
   let closing = false;
   const shutdown = async (signal: string) => {
@@ -39,10 +52,10 @@ async function main(): Promise<void> {
       await store.close();
       lock?.release();
       app.log.info('shut down cleanly');
-      process.exit(0);
+      exit(0);
     } catch (err) {
       app.log.error({ err }, 'shutdown failed');
-      process.exit(1);
+      exit(1);
     }
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
@@ -57,9 +70,11 @@ async function main(): Promise<void> {
         '  npm run --silent cli -- api-key create --email you@example.com',
     );
   }
+  // The start-up lines now, not at the first periodic flush (a supervisor may wait for them).
+  logs.flush();
 }
 
 main().catch((err) => {
   console.error(err);
-  process.exit(1);
+  exit(1);
 });

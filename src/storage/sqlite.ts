@@ -8,6 +8,14 @@ import { type Executor, type Statement, type Store, toSqlQuery, UnitMisuseError 
 
 const STATEMENT_CACHE_LIMIT = 500;
 
+/**
+ * Reads through a memory map of the database file, up to this size: a lookup then reads the
+ * B-tree pages where the OS caches them instead of copying each into SQLite's own cache with a
+ * read(2), which keeps large tables (a million licenses) nearly as fast as small ones. Those pages
+ * are file-backed memory (the OS's cache, which it may drop), not the process's own.
+ */
+export const SQLITE_MMAP_DEFAULT = 1024 * 1024 * 1024;
+
 const STALL_MESSAGE =
   'a unit of work on SQLite awaited something other than its own statements: a read through the store ' +
   '(it waits for the batch this unit belongs to), another service call that opens its own unit instead of ' +
@@ -43,11 +51,28 @@ interface Job {
 
 type Outcome = { ok: boolean; value: unknown };
 
-/** A batch unit's executor: runs inside the batch's transaction while its unit is open, never after. */
+/**
+ * A batch unit's executor: runs inside the batch's transaction while its unit is open, never after.
+ * It also carries the unit's outcome (`settled`), so running a unit costs one object and one promise.
+ */
 class UnitExecutor implements Executor {
   open = true;
+  readonly settled: Promise<Outcome>;
+  private settle!: (outcome: Outcome) => void;
 
-  constructor(private readonly store: SqliteStore) {}
+  constructor(private readonly store: SqliteStore) {
+    this.settled = new Promise<Outcome>((resolve) => (this.settle = resolve));
+  }
+
+  /** Ends the unit with its outcome; once ended (failed for stalling), what its work does later is dropped. */
+  end(ok: boolean, value: unknown): void {
+    if (!this.open) return;
+    this.open = false;
+    this.settle({ ok, value });
+  }
+
+  readonly succeeded = (value: unknown): void => this.end(true, value);
+  readonly failed = (value: unknown): void => this.end(false, value);
 
   private guard(): void {
     if (!this.open) throw new UnitMisuseError('a statement ran after its unit of work had ended (the unit had been failed for awaiting something else)');
@@ -90,11 +115,13 @@ export class SqliteStore implements Store {
   /** A write batch's transaction is open: reads from outside it wait for its end. */
   private batchOpen = false;
   private afterBatch: (() => void)[] = [];
-  /** Fails the unit of the batch that is running, if one is. */
-  private failRunningUnit: ((error: UnitMisuseError) => void) | undefined;
+  /** The unit of the batch that is running, if one is: the stall watch fails it. */
+  private runningUnit: UnitExecutor | undefined;
   private stallWatch: NodeJS.Immediate | undefined;
+  /** Transaction control, prepared once: `exec` would parse the text again for every unit and turn. */
+  private readonly tx: Record<'beginWrite' | 'beginRead' | 'savepoint' | 'rollbackTo' | 'release' | 'commit' | 'rollback', BetterSqlite3.Statement>;
 
-  private constructor(file: string) {
+  private constructor(file: string, mmapBytes: number) {
     this.conn = new BetterSqlite3(file);
     this.conn.pragma('journal_mode = WAL');
     this.conn.pragma('synchronous = FULL');
@@ -104,13 +131,24 @@ export class SqliteStore implements Store {
     // 64 MiB cache answered no faster and kept the server 50 MB larger (docs/benchmarks.md).
     this.conn.pragma('cache_size = -16384');
     this.conn.pragma('temp_store = MEMORY');
+    this.conn.pragma(`mmap_size = ${Math.floor(mmapBytes)}`);
     this.db = new Kysely<Database>({ dialect: new SqliteDialect({ database: this.conn }) });
     this.read = this.outsideExecutor();
+    const control = (sql: string) => this.conn.prepare(sql);
+    this.tx = {
+      beginWrite: control('BEGIN IMMEDIATE'),
+      beginRead: control('BEGIN'),
+      savepoint: control('SAVEPOINT unit'),
+      rollbackTo: control('ROLLBACK TO unit'),
+      release: control('RELEASE unit'),
+      commit: control('COMMIT'),
+      rollback: control('ROLLBACK'),
+    };
   }
 
-  static async open(dataDir: string): Promise<SqliteStore> {
+  static async open(dataDir: string, options: { mmapBytes?: number } = {}): Promise<SqliteStore> {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    const store = new SqliteStore(join(dataDir, 'tessera.db'));
+    const store = new SqliteStore(join(dataDir, 'tessera.db'), options.mmapBytes ?? SQLITE_MMAP_DEFAULT);
     await migrateToLatest(store.db);
     return store;
   }
@@ -132,19 +170,19 @@ export class SqliteStore implements Store {
     this.queue = [];
     const outcomes: Outcome[] = [];
     try {
-      this.conn.exec('BEGIN IMMEDIATE');
+      this.tx.beginWrite.run();
       this.batchOpen = true;
       this.watchStall();
       for (const job of jobs) {
-        this.conn.exec('SAVEPOINT unit');
+        this.tx.savepoint.run();
         const outcome = await this.runUnit(job);
-        if (!outcome.ok) this.conn.exec('ROLLBACK TO unit');
-        this.conn.exec('RELEASE unit');
+        if (!outcome.ok) this.tx.rollbackTo.run();
+        this.tx.release.run();
         outcomes.push(outcome);
       }
-      this.conn.exec('COMMIT');
+      this.tx.commit.run();
     } catch (error) {
-      if (this.conn.inTransaction) this.conn.exec('ROLLBACK');
+      if (this.conn.inTransaction) this.tx.rollback.run();
       this.endBatch();
       for (const job of jobs) job.reject(error);
       return this.afterFlush();
@@ -167,31 +205,21 @@ export class SqliteStore implements Store {
    * timer per batch watches for that (`watchStall`), so a well-behaved unit pays no timer.
    */
   private runUnit(job: Job): Promise<Outcome> {
-    return new Promise<Outcome>((resolve) => {
-      const executor = new UnitExecutor(this);
-      const end = (outcome: Outcome): void => {
-        if (!executor.open) return; // failed for stalling already: what the abandoned work does later is dropped
-        executor.open = false;
-        this.failRunningUnit = undefined;
-        resolve(outcome);
-      };
-      this.failRunningUnit = (error) => end({ ok: false, value: error });
-      try {
-        job.work(executor).then(
-          (value) => end({ ok: true, value }),
-          (value) => end({ ok: false, value }),
-        );
-      } catch (value) {
-        end({ ok: false, value });
-      }
-    });
+    const unit = new UnitExecutor(this);
+    this.runningUnit = unit;
+    try {
+      job.work(unit).then(unit.succeeded, unit.failed);
+    } catch (value) {
+      unit.end(false, value);
+    }
+    return unit.settled;
   }
 
   /** Fires on the turn after a batch began: a unit still running then has stalled (see runUnit). */
   private watchStall(): void {
     this.stallWatch = setImmediate(() => {
       this.stallWatch = undefined;
-      this.failRunningUnit?.(new UnitMisuseError(STALL_MESSAGE));
+      this.runningUnit?.end(false, new UnitMisuseError(STALL_MESSAGE));
       if (this.batchOpen) this.watchStall(); // the rest of the batch runs on later turns now
     });
   }
@@ -199,6 +227,7 @@ export class SqliteStore implements Store {
   /** Lets the reads that arrived during the batch run, now that it is committed or rolled back. */
   private endBatch(): void {
     this.batchOpen = false;
+    this.runningUnit = undefined;
     clearImmediate(this.stallWatch);
     this.stallWatch = undefined;
     const waiting = this.afterBatch;
@@ -239,7 +268,7 @@ export class SqliteStore implements Store {
    */
   private beginRead(): void {
     if (this.reading || this.conn.inTransaction) return; // inside a write batch: its transaction
-    this.conn.exec('BEGIN');
+    this.tx.beginRead.run();
     this.reading = true;
     setImmediate(this.endRead);
   }
@@ -247,7 +276,7 @@ export class SqliteStore implements Store {
   private readonly endRead = (): void => {
     if (!this.reading) return;
     this.reading = false;
-    this.conn.exec('COMMIT');
+    this.tx.commit.run();
   };
 
   // better-sqlite3 is synchronous; executors wrap results so repositories are store-agnostic.

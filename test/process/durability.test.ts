@@ -6,9 +6,14 @@ import { waitFor } from '../support/wait.ts';
 
 const REQUESTS = 50;
 
-/** How many activation requests the server has logged as received ("incoming request") in `output`. */
+/** How many activation requests the server has logged (at LOG_LEVEL=debug) as received in `output`. */
 function activationsReceived(output: string): number {
-  return output.split('\n').filter((line) => line.includes('"msg":"incoming request"') && line.includes('"url":"/api/v1/public/licenses/activate"')).length;
+  return output.split('\n').filter((line) => line.includes('"msg":"request received"') && line.includes('"url":"/api/v1/public/licenses/activate"')).length;
+}
+
+/** How many activation requests the server's access log says it answered, with `status`. */
+function activationsAnswered(output: string, status: number): number {
+  return output.split('\n').filter((line) => line.includes('"msg":"request"') && line.includes('"route":"/api/v1/public/licenses/activate"') && line.includes(`"status":${status},`)).length;
 }
 
 async function seed(env: Record<string, string | undefined>, url: string) {
@@ -58,15 +63,17 @@ forEachStore('crash safety', (kind) => {
 
   it('SIGTERM finishes in-flight requests, closes the store and exits 0', async () => {
     const database = await createTestDatabase(kind);
-    const server = await startServer(database.env);
+    // debug: a line when each request arrives, besides the access line when it is answered.
+    const server = await startServer({ ...database.env, LOG_LEVEL: 'debug' });
     try {
       const { productId, key } = await seed(database.env, server.url);
+      let answered = 0;
       const inFlight = Array.from({ length: REQUESTS }, (_, i) =>
-        postJson(`${server.url}/api/v1/public/licenses/activate`, { licenseKey: key, productId, deviceIdentifier: `d${i}`, deviceName: 'n' }),
+        postJson(`${server.url}/api/v1/public/licenses/activate`, { licenseKey: key, productId, deviceIdentifier: `d${i}`, deviceName: 'n' }).finally(() => answered++),
       );
-      // Signal once the server has taken some of them in (its request log says so), while the rest
-      // are still arriving or being served.
-      await waitFor(() => activationsReceived(server.output()) >= 10, { timeoutMs: 10_000, message: 'the server receiving 10 activations' });
+      // Signal once some are answered, while the rest are still arriving or being served (the
+      // log is written asynchronously, so the client's count is the prompt one).
+      await waitFor(() => answered >= 10, { timeoutMs: 10_000, message: '10 activations answered' });
       const exit = server.stop('SIGTERM');
       const answers = await Promise.allSettled(inFlight);
       expect(await exit).toBe(0);
@@ -89,8 +96,11 @@ forEachStore('crash safety', (kind) => {
       });
       expect(outcomes.filter((o) => o.startsWith('unexpected'))).toEqual([]);
       const count = (outcome: string) => outcomes.filter((o) => o === outcome).length;
-      // Every request the server took in was answered.
+      // Every request the server took in was answered, and each answer has its access line: none
+      // was lost from the log's buffer on the way out.
       expect(count('committed') + count('refused')).toBe(activationsReceived(output));
+      expect(activationsAnswered(output, 200)).toBe(count('committed'));
+      expect(activationsAnswered(output, 503)).toBe(count('refused'));
       // Those it had taken in before the signal were in flight when it came: all of them finished.
       const receivedBeforeSignal = activationsReceived(output.slice(0, signalAt));
       expect(receivedBeforeSignal).toBeGreaterThanOrEqual(10);

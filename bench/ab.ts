@@ -1,0 +1,73 @@
+/**
+ * Before/after on one machine: the same scenarios against two builds of the server (two work
+ * trees, each built with `npm run build`), alternated round by round on one seeded store, so
+ * both see the same machine. Prints server CPU µs per request (the figure the machine's other
+ * load disturbs least) per round and the median of each.
+ *
+ *   taskset -c 1 node --import tsx bench/ab.ts --a /tmp/before --b . --scenarios "public validate" --rounds 4
+ *
+ * Extra server environment with --env KEY=VALUE,KEY=VALUE (e.g. LOG_LEVEL=warn).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { startChild } from './child.ts';
+import { measure } from './load.ts';
+import { scenarios } from './scenarios.ts';
+import { seed } from './seed.ts';
+
+const { values: flags } = parseArgs({
+  options: {
+    a: { type: 'string' },
+    b: { type: 'string', default: '.' },
+    scenarios: { type: 'string', default: 'public validate' },
+    rounds: { type: 'string', default: '4' },
+    licenses: { type: 'string', default: '10000' },
+    duration: { type: 'string', default: '5' },
+    warmup: { type: 'string', default: '2' },
+    env: { type: 'string', default: '' },
+    'env-a': { type: 'string', default: '' },
+    'env-b': { type: 'string', default: '' },
+  },
+});
+if (!flags.a) throw new Error('--a <work tree> is required');
+const parseEnv = (list: string) => Object.fromEntries(list.split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string]));
+const trees = [
+  { name: 'A', dir: resolve(flags.a), env: parseEnv(flags['env-a']) },
+  { name: 'B', dir: resolve(flags.b), env: parseEnv(flags['env-b']) },
+];
+const chosen = flags.scenarios.split(',').map((n) => scenarios.find((s) => s.name === n.trim()) ?? (() => { throw new Error(`unknown scenario ${n}`); })());
+const load = { connections: 50, duration: Number(flags.duration), warmup: Number(flags.warmup) };
+const dataDir = mkdtempSync(join(tmpdir(), 'tessera-ab-'));
+const results = new Map<string, number[]>();
+try {
+  const fixture = await seed({ dataDir }, Number(flags.licenses));
+  for (let round = 1; round <= Number(flags.rounds); round++) {
+    for (const tree of round % 2 ? trees : [...trees].reverse()) {
+      const child = await startChild({
+        args: ['--max-semi-space-size=4', join(tree.dir, 'dist/main.js')],
+        env: { RATE_LIMIT: 'off', SECRET_KEY: '7e'.repeat(32), DATA_DIR: dataDir, ...parseEnv(flags.env), ...tree.env },
+        core: 0,
+        readyPath: '/readyz',
+        stdoutFile: join(dataDir, `${tree.name}.log`),
+      });
+      try {
+        for (const scenario of chosen) {
+          const ctx = { store: 'sqlite' as const, baseUrl: child.baseUrl, fixture };
+          await scenario.prepare?.(ctx);
+          const r = await measure(child, scenario.request(ctx), load);
+          const key = `${scenario.name} | ${tree.name}`;
+          results.set(key, [...(results.get(key) ?? []), r.cpuPerRequestUs]);
+          console.log(`round ${round} ${tree.name} ${scenario.name}: ${Math.round(r.rps)} req/s, ${r.cpuPerRequestUs.toFixed(1)} µs/req, p99 ${r.p99} ms, CPU ${Math.round(r.cpuPercent)}%, anon ${Math.round(r.anonMiB)} MiB`);
+        }
+      } finally {
+        await child.stop();
+      }
+    }
+  }
+} finally {
+  rmSync(dataDir, { recursive: true, force: true });
+}
+const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+for (const [key, xs] of results) console.log(`${key}: µs/req ${xs.map((x) => x.toFixed(1)).join(', ')}; median ${median(xs).toFixed(1)}`);

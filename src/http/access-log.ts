@@ -1,0 +1,216 @@
+import { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
+import { writeSync } from 'node:fs';
+import pino, { type LoggerOptions } from 'pino';
+import { toAppError } from './errors.ts';
+
+/**
+ * Logs that cost little on the hot path: one access line per request (Fastify's own two lines,
+ * "incoming request" and "request completed", are turned off), written to an asynchronous,
+ * buffered destination. What is logged and how to change it: docs/operations.md#logs.
+ */
+
+export interface AccessLogOptions {
+  /** A request slower than this (ms) is logged in full at warn, whatever the sampling. */
+  slowMs: number;
+  /** Share (0..1) of successful public-API requests that get a line; errors and slow ones always do. */
+  samplePublic: number;
+}
+
+/** Query parameters whose value is a secret (portal and dashboard sign-in links carry `token`). */
+const SECRET_PARAMS = new Set(['token', 'code', 'key', 'licensekey', 'apikey', 'secret', 'password']);
+const REDACTED = '[redacted]';
+
+function secretName(raw: string): boolean {
+  let name = raw.replace(/\+/g, ' ');
+  try {
+    name = decodeURIComponent(name);
+  } catch {
+    return true; // a name the server may still decode some other way: keep its value out
+  }
+  return SECRET_PARAMS.has(name.trim().toLowerCase());
+}
+
+/**
+ * The URL as it may be logged: the value of every secret query parameter replaced. Names are
+ * matched decoded, as the server's query parser reads them (`to%6Ben` is `token`).
+ */
+export function redactUrl(url: string): string {
+  const q = url.indexOf('?');
+  if (q === -1) return url;
+  const params = url.slice(q + 1).split('&');
+  let changed = false;
+  for (let i = 0; i < params.length; i++) {
+    const param = params[i]!;
+    const eq = param.indexOf('=');
+    if (secretName(eq === -1 ? param : param.slice(0, eq))) {
+      params[i] = `${eq === -1 ? param : param.slice(0, eq)}=${REDACTED}`;
+      changed = true;
+    }
+  }
+  return changed ? `${url.slice(0, q + 1)}${params.join('&')}` : url;
+}
+
+/** Buffered lines are written at least this often, so a quiet server's lines still appear promptly. */
+const LOG_FLUSH_MS = 1000;
+/** Characters gathered before a write: a few dozen access lines per write(2) under load. */
+const LOG_BUFFER_CHARS = 8 * 1024;
+/** Past this much unwritten (stdout blocked), lines are dropped rather than memory grown. */
+const LOG_BUFFER_MAX = 16 * 1024 * 1024;
+
+/** Writes all of `text`, retrying while a non-blocking descriptor is full (as sonic-boom does). */
+function writeAllSync(fd: number, text: string): void {
+  let rest = Buffer.from(text);
+  while (rest.length > 0) {
+    try {
+      rest = rest.subarray(writeSync(fd, rest));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+    }
+  }
+}
+
+/** A log destination that is written asynchronously and can be written out at once before an exit. */
+export interface BufferedLog extends pino.DestinationStream {
+  /** Starts writing what is buffered now (asynchronously). */
+  flush(): void;
+  /** Writes everything buffered before returning: for exit paths. */
+  flushSync(): void;
+}
+
+/**
+ * stdout, written asynchronously from a buffer (`npm start`'s destination): lines gather here and go
+ * to pino's asynchronous destination (sonic-boom) 8 KiB at a time, at least every second. sonic-boom
+ * alone measures the whole pending buffer's UTF-8 length on every line (a scan of up to 16 KiB per
+ * access line, seen under callgrind); handing it whole chunks makes that once per chunk. main.ts calls
+ * `flushSync()` on shutdown and on a fatal error; any other exit writes the buffer out too.
+ */
+export function asyncStdout(): BufferedLog {
+  const sink = pino.destination({ dest: 1, sync: false, minLength: 0, maxLength: LOG_BUFFER_MAX });
+  let lines: string[] = [];
+  let chars = 0;
+  const hand = (): void => {
+    if (chars === 0) return;
+    const chunk = lines.join('');
+    lines = [];
+    chars = 0;
+    sink.write(chunk);
+  };
+  const log: BufferedLog = {
+    write(line: string) {
+      lines.push(line);
+      chars += line.length;
+      if (chars >= LOG_BUFFER_CHARS) hand();
+    },
+    flush: hand,
+    flushSync() {
+      // What sonic-boom holds is older: out first. Ours directly, not through sink.write, which
+      // would start an asynchronous write that an exit right after cuts off.
+      sink.flushSync();
+      if (chars === 0) return;
+      writeAllSync(1, lines.join(''));
+      lines = [];
+      chars = 0;
+    },
+  };
+  setInterval(hand, LOG_FLUSH_MS).unref();
+  process.once('exit', () => log.flushSync());
+  return log;
+}
+
+/** pino's options for the app: secrets never reach a line, whatever is logged. */
+export function loggerOptions(level: string, stream?: pino.DestinationStream): LoggerOptions & { stream?: pino.DestinationStream } {
+  return {
+    level,
+    // Nothing logs requests whole today; should anything, these never reach a line.
+    redact: ['req.headers.authorization', 'req.headers["license-key"]', 'req.headers.cookie', 'req.body'],
+    serializers: {
+      req: (req: FastifyRequest) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
+    },
+    ...(stream ? { stream } : {}),
+  };
+}
+
+const PUBLIC_PREFIX = '/api/v1/public/';
+
+interface AccessLine {
+  method: string;
+  url: string;
+  route: string | undefined;
+  status: number;
+  ms: number;
+  ip: string;
+  code?: string;
+  userAgent?: string;
+  requestBytes?: string;
+  slow?: true;
+}
+
+/**
+ * Fastify's request-lifecycle logging, replaced: instead of "incoming request" and "request
+ * completed" (two lines, the first before any work), one line once the answer is sent, through
+ * the request's logger (so it carries `reqId`): method, redacted URL, route, status, duration in
+ * ms, client address. Errors (4xx, 5xx) and slow requests are logged in full (the error code, the
+ * user agent, the request size) and never sampled. It runs where Fastify logged "request
+ * completed" (after the onResponse hooks): no hook of its own on the success path.
+ */
+export class AccessLog extends LogController {
+  private readonly codes = new WeakMap<FastifyRequest, string>();
+  private credit = 0;
+
+  constructor(private readonly options: AccessLogOptions) {
+    super();
+  }
+
+  /** Remembers each failed request's error code for its line (the error handler maps the same way). */
+  watchErrors(app: FastifyInstance): void {
+    app.addHook('onError', (request, _reply, error, done) => {
+      this.codes.set(request, toAppError(error).code);
+      done();
+    });
+  }
+
+  /** At debug level only: the arrival of each request too (a request that never ends shows). */
+  override incomingRequest(request: FastifyRequest): void {
+    const log = request.log as unknown as pino.Logger;
+    if (log.isLevelEnabled('debug')) log.debug({ method: request.method, url: redactUrl(request.url) }, 'request received');
+  }
+
+  // The access line says 404 with its URL.
+  override routeNotFound(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const log = reply.log;
+    const status = reply.statusCode;
+    const ms = Math.round(reply.elapsedTime * 10) / 10;
+    const slow = ms >= this.options.slowMs;
+    const failed = status >= 400 || error != null;
+    if (!failed && !slow) {
+      if (!(log as unknown as pino.Logger).isLevelEnabled('info')) return;
+      if (this.options.samplePublic < 1 && request.url.startsWith(PUBLIC_PREFIX) && !this.sampled()) return;
+    }
+    const line: AccessLine = { method: request.method, url: redactUrl(request.url), route: request.routeOptions.url, status, ms, ip: request.ip };
+    if (failed || slow) this.addDetail(line, request, slow);
+    if (status >= 500 || error != null) log.error(error ? { ...line, err: error } : line, 'request');
+    else if (slow) log.warn(line, 'request');
+    else log.info(line, 'request');
+  }
+
+  private addDetail(line: AccessLine, request: FastifyRequest, slow: boolean): void {
+    const code = this.codes.get(request);
+    if (code !== undefined) line.code = code;
+    const agent = request.headers['user-agent'];
+    if (agent !== undefined) line.userAgent = agent;
+    const length = request.headers['content-length'];
+    if (length !== undefined) line.requestBytes = length;
+    if (slow) line.slow = true;
+  }
+
+  /** Every 1/samplePublic-th line, evenly (no randomness to account for). */
+  private sampled(): boolean {
+    this.credit += this.options.samplePublic;
+    if (this.credit < 1) return false;
+    this.credit -= 1;
+    return true;
+  }
+}

@@ -94,10 +94,10 @@ ${connectPanel}</div>`
   const mappingRows = products.flatMap((p) =>
     (mappings.get(p.id) ?? []).map(
       (m) =>
-        html`<tr><td><a href="/dashboard/products/${p.id}">${p.name}</a></td><td><code>${m.priceId}</code></td><td>${ruleOf(m)}</td><td class="num">${m.maxDevices}</td><td class="num">${actionButton(
+        html`<tr><td><a href="/dashboard/products/${p.id}">${p.name}</a></td><td><code>${m.priceId}</code></td><td class="hide-phone">${ruleOf(m)}</td><td class="num hide-phone">${m.maxDevices}</td><td class="num">${actionButton(
           viewer,
           `${SECTION}/prices/remove`,
-          `Remove ${m.priceId}…`,
+          html`Remove<span class="sr-only"> ${m.priceId}</span>…`,
           'secondary small',
           { productId: p.id, priceId: m.priceId },
         )}</td></tr>`,
@@ -111,12 +111,12 @@ ${connectPanel}</div>`
             : 'No prices mapped yet. Map a Stripe price to a product: each purchase of it creates a license.',
           products.length === 0 ? html`<a class="button" href="/dashboard/products/new">Create a product</a>` : undefined,
         )
-      : table('Price mappings', ['Product', 'Price', 'License', { text: 'Devices', className: 'num' }, { text: 'Action', className: 'num' }], mappingRows);
+      : table('Price mappings', ['Product', 'Price', { text: 'License', className: 'hide-phone' }, { text: 'Devices', className: 'num hide-phone' }, { text: 'Action', className: 'num' }], mappingRows);
   const mappingForm = o.mappingForm ?? emptyForm({ productId: products[0]?.id, mode: 'perpetual', maxDevices: '1' });
   const mappingPanel =
     products.length === 0
       ? ''
-      : html`<form class="panel" method="post" action="${SECTION}/prices" novalidate>
+      : html`<form class="panel limit spaced" method="post" action="${SECTION}/prices" novalidate>
 <h2>Map a price</h2>
 ${formError(mappingForm)}
 ${csrfInput(viewer.csrf)}
@@ -133,7 +133,7 @@ ${input({ name: 'fixedExpiresAt', label: 'Expiry date (timed, fixed date)', type
     const badge = STATUS_BADGE[pu.status];
     const keys = pu.licenseKeys.length === 0 ? html`—` : html`${pu.licenseKeys.map((k) => html`<a class="key-text" href="/dashboard/licenses/${k}">${k}</a><br>`)}`;
     const invoice = pu.invoiceId ? html`<a class="button secondary small" href="${SECTION}/purchases/${pu.id}/invoice">Download invoice</a>` : html`<span class="hint">No invoice</span>`;
-    return html`<tr><td>${when(pu.createdAt)}</td><td>${pu.email ?? '—'}</td><td class="num">${formatAmount(pu.amountTotal, pu.currency)}</td><td><span class="badge ${badge.className}">${badge.label}</span></td><td>${keys}</td><td class="num">${invoice}</td></tr>`;
+    return html`<tr><td>${when(pu.createdAt)}</td><td>${pu.email ?? '—'}</td><td class="num">${formatAmount(pu.amountTotal, pu.currency)}</td><td class="hide-phone"><span class="badge ${badge.className}">${badge.label}</span></td><td class="hide-phone">${keys}</td><td class="num">${invoice}</td></tr>`;
   });
   const purchaseList: SafeHtml =
     purchaseRows.length === 0
@@ -145,7 +145,7 @@ ${input({ name: 'fixedExpiresAt', label: 'Expiry date (timed, fixed date)', type
               : 'No purchases yet. Connect Stripe and map a price; purchases then appear here.',
           cursor ? html`<a class="button secondary" href="${SECTION}">Newest purchases</a>` : undefined,
         )
-      : html`${table('Purchases', ['Date', 'Customer', { text: 'Amount', className: 'num' }, 'Status', 'Licenses', { text: 'Invoice', className: 'num' }], purchaseRows)}
+      : html`${table('Purchases', ['Date', 'Customer', { text: 'Amount', className: 'num' }, { text: 'Status', className: 'hide-phone' }, { text: 'Licenses', className: 'hide-phone' }, { text: 'Invoice', className: 'num' }], purchaseRows)}
 <div class="pager">${cursor ? html`<a href="${SECTION}#purchases-title">Newest purchases</a>` : html`<span></span>`}${
           purchases.nextCursor ? html`<a class="button secondary" href="${SECTION}?cursor=${purchases.nextCursor}#purchases-title">Older purchases</a>` : ''
         }</div>`;
@@ -157,7 +157,7 @@ ${input({ name: 'fixedExpiresAt', label: 'Expiry date (timed, fixed date)', type
     notice: o.notice,
     content: html`${pageHead('Payments', 'Sell through Stripe: each completed checkout of a mapped price creates a license and e-mails it to the buyer.')}
 <section aria-labelledby="conn-head"><h2 id="conn-head" class="sr-only">Connection</h2>${connectionSection}</section>
-<section class="spaced" aria-labelledby="prices-title"><h2 id="prices-title">Price mappings</h2><div class="grid top"><div>${mappingList}</div>${mappingPanel}</div></section>
+<section class="spaced" aria-labelledby="prices-title"><h2 id="prices-title">Price mappings</h2>${mappingList}${mappingPanel}</section>
 <section class="spaced" aria-labelledby="purchases-title"><h2 id="purchases-title">Purchases</h2>${purchaseList}</section>`,
   });
 }

@@ -41,7 +41,7 @@ async function endpointsPage(req: FastifyRequest, reply: FastifyReply, services:
             (e) =>
               html`<tr><td><a href="${SECTION}/${e.id}">${e.url}</a>${e.description ? html`<br><span class="hint">${e.description}</span>` : ''}</td><td class="hide-phone">${eventsLabel(e.events)}</td><td>${stateBadge(e)}</td><td class="num">${
                 e.enabled ? '' : actionButton(viewer, `${SECTION}/${e.id}/enable`, 'Enable', 'secondary small')
-              }${actionButton(viewer, `${SECTION}/${e.id}/delete`, `Delete ${e.url}…`, 'secondary small')}</td></tr>`,
+              }${actionButton(viewer, `${SECTION}/${e.id}/delete`, html`Delete<span class="sr-only"> ${e.url}</span>…`, 'secondary small')}</td></tr>`,
           ),
         );
   return render(req, reply, {

@@ -180,6 +180,29 @@ forEachStore('dashboard payments', (kind) => {
       expect((await new WebBrowser(p.ctx).request('GET', `/dashboard/payments/purchases/${purchase.id}/invoice`)).headers.location).toMatch(/^\/dashboard\/login/);
     });
 
+    it('says so on the page when Stripe fails at click time or while connecting, changing nothing', async () => {
+      const { t, browser, product } = await signedInWithProduct();
+      const c = await connectStripe(p, t);
+      const priceId = double.price(c.key);
+      await mapPrice(p, t, product.id, { priceId });
+      await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: double.session(c.key, [{ priceId }]), email: `down${++n}@example.com`, invoice: double.invoice(c.key) }));
+      const [purchase] = (await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth })).body.data;
+      const before = await connections(p.ctx, t)();
+      double.fail(500);
+      try {
+        const res = await browser.request('GET', `/dashboard/payments/purchases/${purchase.id}/invoice`);
+        expect(res.status).toBe(502);
+        expect(textOf(res.body)).toContain('The invoice could not be fetched: Stripe is unreachable or failed');
+        await browser.request('GET', '/dashboard/payments');
+        const connect = await browser.request('POST', '/dashboard/payments/connect', { restrictedKey: double.account(), csrf: browser.csrf });
+        expect(connect.status).toBe(502);
+        expect(textOf(connect.body)).toContain('Stripe is unreachable or failed');
+      } finally {
+        double.heal();
+      }
+      expect(await connections(p.ctx, t)()).toEqual(before);
+    });
+
     it('pages purchases newest first by keyset', async () => {
       const { t, browser, product } = await signedInWithProduct();
       const c = await connectStripe(p, t);

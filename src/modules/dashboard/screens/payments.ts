@@ -162,6 +162,9 @@ ${input({ name: 'fixedExpiresAt', label: 'Expiry date (timed, fixed date)', type
   });
 }
 
+/** A form shown again: 400 for what the operator can fix, 502 when Stripe failed. */
+const statusOf = (error: unknown) => (error instanceof AppError && error.statusCode >= 500 ? error.statusCode : 400);
+
 /** A mapping form onto the API's body: the mode picks licenseType and which one of the two expiry fields is sent. */
 function mappingBody(f: Record<string, string | undefined>) {
   const mode = f.mode === 'offset' || f.mode === 'fixed' ? f.mode : 'perpetual';
@@ -200,7 +203,7 @@ export const paymentsScreen: Screen = {
               ? { _form: error.message }
               : fieldErrors(error);
         if (!errors) throw error;
-        return paymentsPage(req, reply, services, { status: 400, connectForm: { values: {}, errors } });
+        return paymentsPage(req, reply, services, { status: statusOf(error), connectForm: { values: {}, errors } });
       }
     });
 
@@ -234,7 +237,7 @@ export const paymentsScreen: Screen = {
               ? { _form: error.message }
               : fieldErrors(error);
         if (!errors) throw error;
-        return paymentsPage(req, reply, services, { status: 400, mappingForm: { values: f, errors } });
+        return paymentsPage(req, reply, services, { status: statusOf(error), mappingForm: { values: f, errors } });
       }
     });
 

@@ -4,6 +4,8 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { available, BROWSER_CASE_TIMEOUT, closeChromium, DESKTOP, freePort, launchChromium, PHONE, type Running, SHOTS, startApp, stopApp } from '../support/browser.ts';
 import { TestSmtpServer } from '../support/smtp.ts';
+import { signedEvent, StripeDouble, stripeObjects } from '../support/stripe-double.ts';
+import { WebhookReceiver } from '../support/webhook-receiver.ts';
 import { waitFor } from '../support/wait.ts';
 import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.ts';
 
@@ -12,6 +14,8 @@ const PASSWORD = 'correct horse battery';
 for (const kind of storeKinds()) {
   describe.skipIf(!available)(`dashboard in Chromium [${kind}]`, () => {
     const smtp = new TestSmtpServer();
+    const double = new StripeDouble();
+    let receiver: WebhookReceiver;
     let database: TestDatabase;
     let running: Running | undefined;
     let context: BrowserContext;
@@ -30,7 +34,10 @@ for (const kind of storeKinds()) {
 
     beforeAll(async () => {
       database = await createTestDatabase(kind);
-      running = await startApp(database, await freePort(), await smtp.start());
+      await double.start();
+      receiver = await WebhookReceiver.start();
+      // Stripe is the double; the webhook receiver is on loopback (allowed here only).
+      running = await startApp(database, await freePort(), await smtp.start(), undefined, { STRIPE_API_URL: double.url, WEBHOOK_ALLOW_PRIVATE: 'true' });
       context = await launchChromium();
       await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: running.baseUrl });
       page = await context.newPage();
@@ -42,6 +49,8 @@ for (const kind of storeKinds()) {
       await closeChromium(context);
       await stopApp(running);
       await smtp.stop();
+      await double.stop();
+      await receiver?.close();
       await database?.drop();
     });
 
@@ -200,6 +209,91 @@ for (const kind of storeKinds()) {
       expect((await fetch(`${base}/api/v1/products`, { headers: { authorization: `Bearer ${secret}` } })).status).toBe(403);
       await nav('Overview');
       await shoot('overview');
+    }, BROWSER_CASE_TIMEOUT * 2);
+
+    it('sells through Stripe (the double), tells a webhook endpoint, and keeps the audit log of a license', async () => {
+      const base = running!.baseUrl;
+      // Connect: a refused key shows Stripe's message in the form; a good one connects.
+      await nav('Payments');
+      expect(await heading()).toBe('Payments');
+      expect(await page.getByText('Stripe is not connected.').isVisible()).toBe(true);
+      await page.getByLabel('Restricted key').fill('rk_test_notakeystripeknows');
+      await page.getByRole('button', { name: 'Connect Stripe' }).click();
+      expect(await page.getByText('Invalid API Key provided').isVisible()).toBe(true);
+      const key = double.account();
+      await page.getByLabel('Restricted key').fill(key);
+      await page.getByRole('button', { name: 'Connect Stripe' }).click();
+      expect(await page.getByRole('status').first().textContent()).toContain('Stripe is connected.');
+      expect(await page.content()).not.toContain(key);
+
+      // Map a price: timed, a year from purchase, 3 devices per unit.
+      const priceId = double.price(key, 'price_aurora_pro_year', 4900);
+      await page.getByLabel('Stripe price ID').fill(priceId);
+      await page.getByLabel('Devices per unit bought').fill('3');
+      await page.getByLabel('License', { exact: true }).selectOption('offset');
+      await page.getByLabel('Days until expiry (timed, days after purchase)').fill('365');
+      await page.getByRole('button', { name: 'Map price' }).click();
+      expect(await page.getByRole('status').first().textContent()).toContain('Price mapped.');
+      expect(await page.getByRole('cell', { name: 'Expires 365 days after purchase' }).isVisible()).toBe(true);
+
+      // A webhook endpoint, its secret shown once (copied), before the purchase so it hears of it.
+      await nav('Webhooks');
+      expect(await heading()).toBe('Webhooks');
+      expect(await page.getByText('No webhook endpoints yet.').isVisible()).toBe(true);
+      await page.getByLabel('URL').fill(receiver.url);
+      expect(await page.getByLabel('All events').isChecked()).toBe(true);
+      await page.getByLabel('Description (optional)').fill('Fulfilment server');
+      await page.getByRole('button', { name: 'Add endpoint' }).click();
+      const secret = (await page.locator('#new-webhook-secret').textContent())!;
+      expect(secret).toMatch(/^whsec_/);
+      await page.getByRole('button', { name: 'Copy secret' }).click();
+      await page.getByText('Signing secret copied to the clipboard.').waitFor();
+      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+      await shoot('webhooks');
+      await nav('Webhooks');
+      expect(await page.content()).not.toContain(secret);
+
+      // Stripe reports a paid checkout (signed with the endpoint's secret): the purchase appears.
+      const endpoint = [...double.endpoints.values()].at(-1)!;
+      const invoice = double.invoice(key);
+      const event = signedEvent(endpoint.secret, 'checkout.session.completed', stripeObjects.checkoutSession({ id: double.session(key, [{ priceId }]), email: 'buyer@aurora.test', invoice }));
+      const delivered = await fetch(endpoint.url, { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': event.header }, body: event.payload });
+      expect(delivered.status).toBe(200);
+      await nav('Payments');
+      expect(await page.getByRole('cell', { name: 'buyer@aurora.test' }).isVisible()).toBe(true);
+      expect(await page.getByRole('cell', { name: '$49.00' }).isVisible()).toBe(true);
+      await shoot('payments');
+      // "Download invoice" fetches the invoice from Stripe now and redirects to its PDF.
+      const href = (await page.getByRole('link', { name: 'Download invoice' }).getAttribute('href'))!;
+      const redirect = await page.request.get(`${base}${href}`, { maxRedirects: 0 });
+      expect(redirect.status()).toBe(303);
+      expect(redirect.headers().location).toMatch(/^https:\/\/pay\.stripe\.com\/invoice\/.+\/pdf$/);
+
+      // The bought license: revoked from the dashboard; its audit log names the purchase and the operator.
+      await page.locator('td a.key-text').first().click();
+      expect(await heading()).toBe('License');
+      await page.getByRole('button', { name: 'Revoke…' }).click();
+      await page.getByRole('button', { name: 'Revoke license' }).click();
+      const audit = page.getByRole('table', { name: 'Audit log' });
+      expect(await audit.getByRole('row').nth(1).getByRole('cell').nth(1).textContent()).toBe('Revoked');
+      expect(await audit.getByRole('cell', { name: 'Dashboard (owner@aurora.test)' }).isVisible()).toBe(true);
+      expect(await audit.getByRole('cell', { name: 'Purchase (stripe)' }).isVisible()).toBe(true);
+      await shoot('license-audit');
+
+      // The endpoint's deliveries: the purchase and the license changes, each with its attempts; one redelivered.
+      await nav('Webhooks');
+      await page.getByRole('link', { name: receiver.url }).click();
+      expect(await heading()).toBe('Webhook endpoint');
+      await waitFor(async () => {
+        await page.reload();
+        return (await page.getByText('succeeded').count()) >= 3;
+      });
+      expect(await page.getByRole('cell', { name: 'purchase.completed' }).isVisible()).toBe(true);
+      await page.getByText('Attempts (1)').first().click();
+      expect(await page.getByRole('cell', { name: '200', exact: true }).first().isVisible()).toBe(true);
+      await shoot('webhook-deliveries');
+      await page.getByRole('button', { name: 'Redeliver' }).first().click();
+      expect(await page.getByRole('status').first().textContent()).toContain('queued for delivery again');
     }, BROWSER_CASE_TIMEOUT * 2);
   });
 }

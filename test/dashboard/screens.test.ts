@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { cliPrincipal } from '../../src/core/principal.ts';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
 import { signIn, textOf } from '../support/dashboard.ts';
 import { PNG } from '../support/images.ts';
@@ -51,6 +52,8 @@ forEachStore('dashboard screens', (kind) => {
       `/dashboard/licenses?q=${encodeURIComponent(XSS)}`,
       '/dashboard/api-keys',
       '/dashboard/activity',
+      '/dashboard/payments',
+      '/dashboard/webhooks',
     ];
     for (const url of pages) {
       const res = await browser.request('GET', url);
@@ -167,6 +170,33 @@ forEachStore('dashboard screens', (kind) => {
       const fp = await createProduct(ctx, free);
       const freeBrowser = await signIn(ctx, free.email);
       expect(textOf((await freeBrowser.request('GET', `/dashboard/products/${fp.id}`)).body)).toContain('need the plus plan');
+    });
+  });
+
+  describe('license audit log', () => {
+    it("shows the license's changes newest first with their type, actor, changes and time; another account gets a 404", async () => {
+      const t = await createTenant(ctx);
+      const p = await createProduct(ctx, t);
+      const { secret } = await ctx.services.apiKeys.create(cliPrincipal(t.userId), XSS.slice(0, 90));
+      const license = await createLicense(ctx, t, p.id, { email: 'first@example.com' });
+      const browser = await signIn(ctx, t.email);
+      const page = `/dashboard/licenses/${license.key}`;
+      await browser.request('GET', page);
+      expect((await browser.request('POST', page, { type: 'perpetual', maxDevices: '7', email: 'second@example.com', expiresAt: '', csrf: browser.csrf })).status).toBe(303);
+      expect((await call(ctx, { method: 'PATCH', url: '/api/v1/licenses', headers: { authorization: `Bearer ${secret}`, 'license-key': license.key }, json: { revoked: true } })).status).toBe(200);
+      const res = await browser.request('GET', page);
+      const section = res.body.slice(res.body.indexOf('id="audit-title"'));
+      const rows = [...section.matchAll(/<tr><td>[^<]*<\/td><td>([^<]+)<\/td><td>([^<]+)<\/td><td>(.*?)<\/td><\/tr>/g)].map((m) => [m[1], textOf(m[2]!), textOf(m[3]!)]);
+      expect(rows.map((r) => r[0])).toEqual(['Revoked', 'Updated', 'Created']);
+      expect(rows[0]![1]).toContain('API key &lt;script&gt;');
+      expect(rows[0]![2]).toContain('revoked: false → true');
+      expect(rows[1]![1]).toBe(`Dashboard (${t.email})`);
+      expect(rows[1]![2]).toContain('maxDevices: 3 → 7');
+      expect(rows[1]![2]).toContain('email: first@example.com → second@example.com');
+      expect(rows[2]![1]).toBe('API key test');
+      expect(section).not.toContain('<script>alert');
+      const other = await signIn(ctx, (await createTenant(ctx)).email);
+      expect((await other.request('GET', page)).status).toBe(404);
     });
   });
 

@@ -61,10 +61,10 @@ export interface Running {
   baseUrl: string;
 }
 
-/** The real server on a real port, as `npm start` wires it, against the suite's database. */
-export async function startApp(database: TestDatabase, port: number, smtpUrl: string, retryBaseMs?: number): Promise<Running> {
+/** The real server on a real port, as `npm start` wires it, against the suite's database (`env`: more settings, e.g. STRIPE_API_URL). */
+export async function startApp(database: TestDatabase, port: number, smtpUrl: string, retryBaseMs?: number, env: Record<string, string> = {}): Promise<Running> {
   const baseUrl = `http://127.0.0.1:${port}`;
-  const config = loadConfig({ ...database.env, PORT: String(port), HOST: '127.0.0.1', BASE_URL: baseUrl, SMTP_URL: smtpUrl, RATE_LIMIT: 'off' });
+  const config = loadConfig({ ...database.env, PORT: String(port), HOST: '127.0.0.1', BASE_URL: baseUrl, SMTP_URL: smtpUrl, RATE_LIMIT: 'off', ...env });
   const store = await database.open();
   const services = createServices(store, config.secretKey, undefined, config);
   const app = await buildApp({ config, services, logger: false, mail: { worker: { pollMs: 100, ...(retryBaseMs ? { retryBaseMs } : {}) } } });

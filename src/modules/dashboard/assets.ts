@@ -23,6 +23,7 @@ form.panel.limit, .limit { max-width: 720px; }
 .grid > * { min-width: 0; }
 .hint code, .lead code, dd code { overflow-wrap: anywhere; }
 .spaced { margin-top: 20px; }
+.spaced > h2 { margin-bottom: 10px; }
 .panel h2, .card h2 { margin-bottom: 12px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); gap: 20px; }
 .field { margin: 0 0 16px; }
@@ -42,7 +43,7 @@ legend { font-weight: 700; padding: 0 6px; }
 button.danger, .button.danger { background: #b91c1c; border-color: #b91c1c; }
 button.danger:hover, .button.danger:hover { background: #7f1d1d; border-color: #7f1d1d; }
 button.small, .button.small { padding: 6px 12px; font-size: 14px; }
-.table-wrap { overflow-x: auto; background: var(--card); border: 1px solid var(--line); border-radius: var(--radius); }
+.table-wrap { position: relative; overflow-x: auto; background: var(--card); border: 1px solid var(--line); border-radius: var(--radius); }
 table { width: 100%; border-collapse: collapse; font-size: 15px; }
 th, td { text-align: left; padding: 10px 12px; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { font-size: 13px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); background: #f9fafb; white-space: nowrap; }

@@ -27,6 +27,8 @@ function humanize(error: { keyword: string; params: Record<string, unknown>; mes
       return `must be at least ${String(p.limit)}`;
     case 'maximum':
       return `must be at most ${String(p.limit)}`;
+    case 'minItems':
+      return p.limit === 1 ? 'needs at least one choice' : `needs at least ${String(p.limit)} choices`;
     case 'type':
       return 'must be a whole number';
     case 'required':

@@ -152,7 +152,7 @@ export const table = (caption: string, headers: (string | { text: string; classN
   )}</tr></thead><tbody>${rows}</tbody></table></div>`;
 
 /** A small form whose one button posts an action (destructive ones come back to a confirmation page). */
-export const actionButton = (viewer: Viewer, action: string, label: string, className = 'secondary small', fields: Record<string, string> = {}) =>
+export const actionButton = (viewer: Viewer, action: string, label: string | SafeHtml, className = 'secondary small', fields: Record<string, string> = {}) =>
   html`<form method="post" action="${action}">${csrfInput(viewer.csrf)}${Object.entries(fields).map(
     ([n, v]) => html`<input type="hidden" name="${n}" value="${v}">`,
   )}<button type="submit" class="${className}">${label}</button></form>`;

@@ -10,6 +10,7 @@ import type { LicenseSearchQuery } from '../../licenses/service.ts';
 import type { License, LicenseRecord } from '../../licenses/types.ts';
 import type { Product } from '../../products/service.ts';
 import { checked, fieldErrors, nullable, parseWith, whole } from '../forms.ts';
+import { auditSection } from './license-audit.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen, type ScreenOptions } from '../screen.ts';
 import { actionButton, checkbox, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, select, table, when } from '../views.ts';
 
@@ -95,6 +96,8 @@ async function licensePage(req: FastifyRequest, reply: FastifyReply, services: S
               html`<tr><td>${d.name}</td><td><code>${d.identifier}</code></td><td>${when(d.activationDate)}</td><td class="num">${actionButton(viewer, `${p}/devices/remove`, `Remove ${d.name}…`, 'secondary small', { device: d.identifier })}</td></tr>`,
           ),
         )}<div class="form-foot">${actionButton(viewer, `${p}/devices/reset`, 'Reset all devices…', 'secondary')}</div>`;
+  const auditCursor = (req.query as { auditCursor?: unknown } | undefined)?.auditCursor;
+  const audit = await auditSection(services, principal, viewer.email, l.key, p, typeof auditCursor === 'string' ? auditCursor.slice(0, 512) : undefined);
   const form =
     o.form ?? emptyForm({ type: l.type, expiresAt: dateValue(l.expiresAt), maxDevices: String(l.maxDevices), email: l.email ?? '' });
   return render(req, reply, {
@@ -117,7 +120,8 @@ async function licensePage(req: FastifyRequest, reply: FastifyReply, services: S
 <div><dt>Created</dt><dd>${when(l.createdAt)}</dd></div>
 </dl>
 <section class="card spaced" aria-labelledby="devices-title"><h2 id="devices-title">Devices</h2>${devices}</section>
-<section aria-labelledby="edit-title"><h2 id="edit-title">Edit</h2>${licenseForm(viewer.csrf, form, p, 'Save changes')}</section>`,
+<section aria-labelledby="edit-title"><h2 id="edit-title">Edit</h2>${licenseForm(viewer.csrf, form, p, 'Save changes')}</section>
+${audit}`,
   });
 }
 

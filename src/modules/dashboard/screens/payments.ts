@@ -1,0 +1,277 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, notFound } from '../../../core/errors.ts';
+import { html, type SafeHtml } from '../../../http/html.ts';
+import type { Notice } from '../../../http/web/notice.ts';
+import { ConnectStripeBody, CreateMappingBody } from '../../payments/schemas.ts';
+import type { PriceMapping, Purchase } from '../../payments/types.ts';
+import type { Product } from '../../products/service.ts';
+import { fieldErrors, optional, parseWith, text, whole } from '../forms.ts';
+import { askFirst, confirmed, formOf, redirectWith, render, type Screen, type ScreenOptions } from '../screen.ts';
+import { actionButton, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, select, table, when } from '../views.ts';
+
+const SECTION = '/dashboard/payments';
+const PROVIDER = 'stripe';
+const PAGE_SIZE = 25;
+
+type Services = ScreenOptions['services'];
+
+/** The form's three modes, onto the API's licenseType plus one of offsetDays / fixedExpiresAt. */
+const MODES = [
+  { value: 'perpetual', label: 'Perpetual (never expires)' },
+  { value: 'offset', label: 'Timed: expires a number of days after purchase' },
+  { value: 'fixed', label: 'Timed: expires on a fixed date' },
+];
+
+const STATUS_BADGE: Record<Purchase['status'], { label: string; className: string }> = {
+  fulfilled: { label: 'Fulfilled', className: 'active' },
+  unmapped: { label: 'Unmapped', className: 'expired' },
+  refunded: { label: 'Refunded', className: 'revoked' },
+  disputed: { label: 'Disputed', className: 'revoked' },
+};
+
+/** An amount in the currency's smallest unit, shown with its currency (Intl knows each currency's decimals). */
+export function formatAmount(amount: number | null, currency: string | null): string {
+  if (amount === null) return '—';
+  if (!currency) return String(amount);
+  try {
+    const format = new Intl.NumberFormat('en-US', { style: 'currency', currency: currency.toUpperCase() });
+    return format.format(amount / 10 ** (format.resolvedOptions().maximumFractionDigits ?? 2));
+  } catch {
+    return `${amount} ${currency.toUpperCase()}`;
+  }
+}
+
+const ruleOf = (m: PriceMapping) =>
+  m.licenseType === 'perpetual' ? 'Perpetual' : m.offsetDays !== null ? `Expires ${m.offsetDays} days after purchase` : `Expires ${when(m.fixedExpiresAt)}`;
+
+interface PageState {
+  status?: number;
+  connectForm?: FormState;
+  mappingForm?: FormState;
+  notice?: Notice;
+}
+
+async function paymentsPage(req: FastifyRequest, reply: FastifyReply, services: Services, o: PageState = {}) {
+  const { principal, viewer } = req.dashboard;
+  const cursor = typeof (req.query as { cursor?: unknown }).cursor === 'string' ? (req.query as { cursor: string }).cursor : undefined;
+  const [connection, products, purchases] = await Promise.all([
+    services.payments.connection(principal, PROVIDER),
+    services.products.list(principal),
+    services.payments.listPurchases(principal, { limit: PAGE_SIZE, cursor: cursor?.slice(0, 512) }),
+  ]);
+  const mappings = new Map<string, PriceMapping[]>();
+  for (const p of products) mappings.set(p.id, await services.payments.listMappings(principal, p.id));
+
+  const connectForm = o.connectForm ?? emptyForm({ restrictedKey: '' });
+  const keyField = input({
+    name: 'restrictedKey',
+    label: 'Restricted key',
+    type: 'password',
+    form: { ...connectForm, values: {} }, // never sent back to the browser
+    required: true,
+    hint: 'rk_live_… or rk_test_… with the permissions listed in the docs (an sk_ key works too).',
+    attrs: html` autocomplete="off" maxlength="255"`,
+  });
+  const connectPanel = html`<form class="panel" method="post" action="${SECTION}/connect" novalidate>
+<h2>${connection ? 'Replace the key' : 'Connect Stripe'}</h2>
+${formError(connectForm)}
+${csrfInput(viewer.csrf)}
+${keyField}
+<div class="form-foot"><button type="submit">${connection ? 'Reconnect' : 'Connect Stripe'}</button></div>
+</form>`;
+  const connectionSection = connection
+    ? html`<div class="grid top"><section class="card" aria-labelledby="conn-title"><h2 id="conn-title">Stripe is connected</h2>
+<dl class="facts">
+<div><dt>Mode</dt><dd>${connection.livemode ? 'Live' : 'Test'}</dd></div>
+<div><dt>Webhook endpoint</dt><dd><code>${connection.webhookEndpointId}</code></dd></div>
+<div><dt>Connected</dt><dd>${when(connection.connectedAt)}</dd></div>
+</dl>
+<div class="form-foot">${actionButton(viewer, `${SECTION}/disconnect`, 'Disconnect Stripe…', 'danger')}</div></section>
+${connectPanel}</div>`
+    : html`<div class="grid top">${emptyState('Stripe is not connected. Create a restricted key in your Stripe dashboard and paste it here: purchases then create licenses by themselves.')}${connectPanel}</div>`;
+
+  const byId = new Map(products.map((p) => [p.id, p]));
+  const mappingRows = products.flatMap((p) =>
+    (mappings.get(p.id) ?? []).map(
+      (m) =>
+        html`<tr><td><a href="/dashboard/products/${p.id}">${p.name}</a></td><td><code>${m.priceId}</code></td><td class="hide-phone">${ruleOf(m)}</td><td class="num hide-phone">${m.maxDevices}</td><td class="num">${actionButton(
+          viewer,
+          `${SECTION}/prices/remove`,
+          html`Remove<span class="sr-only"> ${m.priceId}</span>…`,
+          'secondary small',
+          { productId: p.id, priceId: m.priceId },
+        )}</td></tr>`,
+    ),
+  );
+  const mappingList =
+    mappingRows.length === 0
+      ? emptyState(
+          products.length === 0
+            ? 'Prices map to products. Create a product first, then map its Stripe prices here.'
+            : 'No prices mapped yet. Map a Stripe price to a product: each purchase of it creates a license.',
+          products.length === 0 ? html`<a class="button" href="/dashboard/products/new">Create a product</a>` : undefined,
+        )
+      : table('Price mappings', ['Product', 'Price', { text: 'License', className: 'hide-phone' }, { text: 'Devices', className: 'num hide-phone' }, { text: 'Action', className: 'num' }], mappingRows);
+  const mappingForm = o.mappingForm ?? emptyForm({ productId: products[0]?.id, mode: 'perpetual', maxDevices: '1' });
+  const mappingPanel =
+    products.length === 0
+      ? ''
+      : html`<form class="panel limit spaced" method="post" action="${SECTION}/prices" novalidate>
+<h2>Map a price</h2>
+${formError(mappingForm)}
+${csrfInput(viewer.csrf)}
+${select({ name: 'productId', label: 'Product', form: mappingForm, options: products.map((p: Product) => ({ value: p.id, label: p.name })) })}
+${input({ name: 'priceId', label: 'Stripe price ID', form: mappingForm, required: true, hint: 'price_… from the product in Stripe.', attrs: html` maxlength="255" autocomplete="off"` })}
+${input({ name: 'maxDevices', label: 'Devices per unit bought', type: 'number', form: mappingForm, required: true, attrs: html` min="1" max="100000"` })}
+${select({ name: 'mode', label: 'License', form: mappingForm, options: MODES })}
+${input({ name: 'offsetDays', label: 'Days until expiry (timed, days after purchase)', type: 'number', form: mappingForm, attrs: html` min="1" max="36500"` })}
+${input({ name: 'fixedExpiresAt', label: 'Expiry date (timed, fixed date)', type: 'date', form: mappingForm })}
+<div class="form-foot"><button type="submit">Map price</button></div>
+</form>`;
+
+  const purchaseRows = purchases.data.map((pu) => {
+    const badge = STATUS_BADGE[pu.status];
+    const keys = pu.licenseKeys.length === 0 ? html`—` : html`${pu.licenseKeys.map((k) => html`<a class="key-text" href="/dashboard/licenses/${k}">${k}</a><br>`)}`;
+    const invoice = pu.invoiceId ? html`<a class="button secondary small" href="${SECTION}/purchases/${pu.id}/invoice">Download invoice</a>` : html`<span class="hint">No invoice</span>`;
+    return html`<tr><td>${when(pu.createdAt)}</td><td>${pu.email ?? '—'}</td><td class="num">${formatAmount(pu.amountTotal, pu.currency)}</td><td class="hide-phone"><span class="badge ${badge.className}">${badge.label}</span></td><td class="hide-phone">${keys}</td><td class="num">${invoice}</td></tr>`;
+  });
+  const purchaseList: SafeHtml =
+    purchaseRows.length === 0
+      ? emptyState(
+          cursor
+            ? 'No more purchases.'
+            : connection
+              ? 'No purchases yet. They appear here as soon as Stripe reports a completed checkout.'
+              : 'No purchases yet. Connect Stripe and map a price; purchases then appear here.',
+          cursor ? html`<a class="button secondary" href="${SECTION}">Newest purchases</a>` : undefined,
+        )
+      : html`${table('Purchases', ['Date', 'Customer', { text: 'Amount', className: 'num' }, { text: 'Status', className: 'hide-phone' }, { text: 'Licenses', className: 'hide-phone' }, { text: 'Invoice', className: 'num' }], purchaseRows)}
+<div class="pager">${cursor ? html`<a href="${SECTION}#purchases-title">Newest purchases</a>` : html`<span></span>`}${
+          purchases.nextCursor ? html`<a class="button secondary" href="${SECTION}?cursor=${purchases.nextCursor}#purchases-title">Older purchases</a>` : ''
+        }</div>`;
+
+  return render(req, reply, {
+    status: o.status,
+    title: 'Payments',
+    section: SECTION,
+    notice: o.notice,
+    content: html`${pageHead('Payments', 'Sell through Stripe: each completed checkout of a mapped price creates a license and e-mails it to the buyer.')}
+<section aria-labelledby="conn-head"><h2 id="conn-head" class="sr-only">Connection</h2>${connectionSection}</section>
+<section class="spaced" aria-labelledby="prices-title"><h2 id="prices-title">Price mappings</h2>${mappingList}${mappingPanel}</section>
+<section class="spaced" aria-labelledby="purchases-title"><h2 id="purchases-title">Purchases</h2>${purchaseList}</section>`,
+  });
+}
+
+/** A form shown again: 400 for what the operator can fix, 502 when Stripe failed. */
+const statusOf = (error: unknown) => (error instanceof AppError && error.statusCode >= 500 ? error.statusCode : 400);
+
+/** A mapping form onto the API's body: the mode picks licenseType and which one of the two expiry fields is sent. */
+function mappingBody(f: Record<string, string | undefined>) {
+  const mode = f.mode === 'offset' || f.mode === 'fixed' ? f.mode : 'perpetual';
+  return {
+    priceId: text(f.priceId) ?? '',
+    maxDevices: whole(f.maxDevices) ?? '',
+    licenseType: mode === 'perpetual' ? 'perpetual' : 'timed',
+    offsetDays: mode === 'offset' ? (whole(f.offsetDays) ?? '') : undefined,
+    fixedExpiresAt: mode === 'fixed' ? (optional(f.fixedExpiresAt) ?? '') : undefined,
+  };
+}
+
+export const paymentsScreen: Screen = {
+  nav: { label: 'Payments', href: SECTION },
+  notices: {
+    'stripe-connected': { tone: 'ok', text: 'Stripe is connected. Map a price to a product to start selling.' },
+    'stripe-disconnected': { tone: 'ok', text: 'Stripe is disconnected: its webhook endpoint is deleted and the key forgotten.' },
+    'price-mapped': { tone: 'ok', text: 'Price mapped. Each purchase of it now creates a license.' },
+    'price-removed': { tone: 'ok', text: 'Price mapping removed. Purchases of it no longer create licenses.' },
+  },
+  routes: async (app, { services }) => {
+    app.get(SECTION, async (req, reply) => paymentsPage(req, reply, services));
+
+    app.post(`${SECTION}/connect`, async (req, reply) => {
+      const f = formOf(req);
+      try {
+        const { restrictedKey } = parseWith(ConnectStripeBody, { restrictedKey: text(f.restrictedKey) ?? '' });
+        await services.payments.connect(req.dashboard.principal, PROVIDER, restrictedKey);
+        return redirectWith(reply, SECTION, 'stripe-connected');
+      } catch (error) {
+        // Stripe's own words for a refused key, beside the field; Stripe unreachable above the form.
+        const errors =
+          error instanceof AppError && error.code === 'invalid_provider_key'
+            ? { restrictedKey: error.message }
+            : error instanceof AppError && error.code === 'provider_unavailable'
+              ? { _form: error.message }
+              : fieldErrors(error);
+        if (!errors) throw error;
+        return paymentsPage(req, reply, services, { status: statusOf(error), connectForm: { values: {}, errors } });
+      }
+    });
+
+    app.post(`${SECTION}/disconnect`, async (req, reply) => {
+      if (!confirmed(req)) {
+        return askFirst(req, reply, {
+          section: SECTION,
+          title: 'Disconnect Stripe?',
+          text: 'The webhook endpoint at Stripe is deleted and the key forgotten: purchases stop creating licenses until you connect again. Existing licenses stay.',
+          action: `${SECTION}/disconnect`,
+          button: 'Disconnect Stripe',
+          cancel: SECTION,
+        });
+      }
+      await services.payments.disconnect(req.dashboard.principal, PROVIDER);
+      return redirectWith(reply, SECTION, 'stripe-disconnected');
+    });
+
+    app.post(`${SECTION}/prices`, async (req, reply) => {
+      const f = formOf(req);
+      const productId = (f.productId ?? '').slice(0, 64);
+      try {
+        const { licenseType, ...rest } = parseWith(CreateMappingBody, mappingBody(f));
+        await services.payments.addMapping(req.dashboard.principal, productId, PROVIDER, { ...rest, licenseType: licenseType as 'perpetual' | 'timed' });
+        return redirectWith(reply, SECTION, 'price-mapped');
+      } catch (error) {
+        const errors =
+          error instanceof AppError && error.code === 'price_already_mapped'
+            ? { priceId: error.message }
+            : error instanceof AppError && (error.code === 'payments_not_connected' || error.code === 'provider_unavailable' || error.code === 'invalid_provider_key')
+              ? { _form: error.message }
+              : fieldErrors(error);
+        if (!errors) throw error;
+        return paymentsPage(req, reply, services, { status: statusOf(error), mappingForm: { values: f, errors } });
+      }
+    });
+
+    app.post(`${SECTION}/prices/remove`, async (req, reply) => {
+      const f = formOf(req);
+      const productId = (f.productId ?? '').slice(0, 64);
+      const priceId = (f.priceId ?? '').slice(0, 255);
+      const { principal } = req.dashboard;
+      const mapping = (await services.payments.listMappings(principal, productId)).find((m) => m.priceId === priceId);
+      if (!mapping) throw notFound('Price mapping');
+      if (!confirmed(req)) {
+        return askFirst(req, reply, {
+          section: SECTION,
+          title: `Remove ${priceId}?`,
+          text: 'Purchases of this price no longer create licenses. Licenses already created stay.',
+          action: `${SECTION}/prices/remove`,
+          button: 'Remove mapping',
+          cancel: SECTION,
+          fields: { productId, priceId },
+        });
+      }
+      await services.payments.removeMapping(principal, productId, priceId);
+      return redirectWith(reply, SECTION, 'price-removed');
+    });
+
+    // Fetched from Stripe at click time (its links expire), then straight to the PDF.
+    app.get<{ Params: { id: string } }>(`${SECTION}/purchases/:id/invoice`, async (req, reply) => {
+      try {
+        const invoice = await services.payments.invoice(req.dashboard.principal, req.params.id.slice(0, 64));
+        return reply.redirect(invoice.invoicePdf, 303);
+      } catch (error) {
+        if (!(error instanceof AppError) || error.code === 'not_found' || error.code === 'internal_error') throw error;
+        return paymentsPage(req, reply, services, { status: error.statusCode, notice: { tone: 'bad', text: `The invoice could not be fetched: ${error.message}` } });
+      }
+    });
+  },
+};

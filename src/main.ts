@@ -65,7 +65,7 @@ async function main(): Promise<void> {
   app.log.info({ store: store.dialect, dataDir: store.dialect === 'sqlite' ? config.dataDir : undefined, baseUrl: config.baseUrl }, 'Tessera is serving');
   if ((await services.accounts.count()) === 0) {
     app.log.warn(
-      'No account yet. Create one, then an API key:\n' +
+      `No account yet. Open ${config.baseUrl}/dashboard to create the first one, or from the command line, then an API key:\n` +
         "  npm run --silent cli -- account create --email you@example.com --password 'a long password'\n" +
         '  npm run --silent cli -- api-key create --email you@example.com',
     );

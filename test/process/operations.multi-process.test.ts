@@ -1,9 +1,11 @@
+import { createServer, type Server } from 'node:http';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/storage/index.ts';
 import { SHARED_REDIS_URL, uniquePrefix } from '../support/redis.ts';
 import { createTestDatabase, storeKinds, type TestDatabase } from '../support/stores.ts';
 import { postJson, runCli, type ServerProcess, startServer } from '../support/server-process.ts';
+import { waitFor } from '../support/wait.ts';
 
 // Production's shape (docs/operations.md): two processes on one PostgreSQL and one Redis.
 const describePg = storeKinds().includes('postgres') ? describe : describe.skip;
@@ -19,7 +21,8 @@ describePg('two server processes on one PostgreSQL and one Redis', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase('postgres');
-    const env = { ...database.env, REDIS_URL: SHARED_REDIS_URL, REDIS_KEY_PREFIX: prefix, RATE_LIMIT: 'on', RATE_LIMIT_PUBLIC_PER_MINUTE: String(PER_MINUTE) };
+    // WEBHOOK_ALLOW_PRIVATE: the webhook receiver below is on loopback.
+    const env = { ...database.env, REDIS_URL: SHARED_REDIS_URL, REDIS_KEY_PREFIX: prefix, RATE_LIMIT: 'on', RATE_LIMIT_PUBLIC_PER_MINUTE: String(PER_MINUTE), WEBHOOK_ALLOW_PRIVATE: 'true' };
     servers = await Promise.all([startServer(env), startServer(env)]);
     store = await database.open();
     await runCli(database.env, ['account', 'create', '--email', 'ops@example.com', '--password', 'long enough password']);
@@ -75,4 +78,37 @@ describePg('two server processes on one PostgreSQL and one Redis', () => {
     expect(stored).toHaveLength(4);
     expect(new Set(results.filter((r) => r.status === 200).map((r) => r.body.device.identifier))).toEqual(new Set(stored.map((d) => d.identifier)));
   });
+
+  it('each webhook event is delivered once, whichever process works the outbox', async () => {
+    const received: { id: string; key: string }[] = [];
+    const receiver: Server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => (body += chunk));
+      req.on('end', () => {
+        const event = JSON.parse(body) as { id: string; data: { license: { key: string } } };
+        received.push({ id: event.id, key: event.data.license.key });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const hook = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+      expect((await postJson(`${url(0)}/api/v1/webhooks`, { url: hook, events: ['license.created'] }, auth)).status).toBe(200);
+      const product = (await postJson(`${url(1)}/api/v1/products`, { name: 'Webhooks' }, auth)).body;
+      // License creations answered by both processes; both processes' outbox workers claim deliveries.
+      const created = await Promise.all(
+        Array.from({ length: 30 }, async (_, i) => (await postJson(`${url(i)}/api/v1/licenses`, { productId: product.id, type: 'perpetual', maxDevices: 1 }, auth)).body.key as string),
+      );
+      const settled = () => store.read.all(store.db.selectFrom('webhook_deliveries').select('status').where('user_id', '=', product.userId));
+      await waitFor(async () => {
+        const rows = await settled();
+        return rows.length === created.length && rows.every((r) => r.status === 'succeeded');
+      }, { timeoutMs: 30_000, message: 'every delivery succeeded' });
+      expect(received).toHaveLength(created.length);
+      expect(new Set(received.map((r) => r.id)).size).toBe(created.length);
+      expect(new Set(received.map((r) => r.key))).toEqual(new Set(created));
+    } finally {
+      receiver.close();
+    }
+  }, 60_000);
 });

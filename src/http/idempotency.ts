@@ -31,6 +31,33 @@ function keyOf(req: FastifyRequest): string | undefined {
   return header;
 }
 
+type Operation = { security?: Record<string, unknown>[]; parameters?: Record<string, unknown>[] };
+
+/**
+ * The OpenAPI document names the header on every operation that takes it (server-API POST, PUT and
+ * PATCH: the ones behind the API key), so generated clients can send it. Documentation only: the
+ * hooks below check the header.
+ */
+export function documentIdempotencyKey<T extends { paths?: object }>(document: T): T {
+  for (const operations of Object.values(document.paths ?? {}) as Record<string, unknown>[]) {
+    for (const [method, value] of Object.entries(operations)) {
+      const operation = value as Operation;
+      if (!METHODS.has(method.toUpperCase()) || !operation.security?.some((s) => 'apiKey' in s)) continue;
+      operation.parameters = [
+        ...(operation.parameters ?? []),
+        {
+          in: 'header',
+          name: 'Idempotency-Key',
+          required: false,
+          description: 'Retry safely: the same key with the same request within 24 hours replays the first answer (docs/api.md).',
+          schema: { type: 'string', minLength: 1, maxLength: MAX_KEY_LENGTH },
+        },
+      ];
+    }
+  }
+  return document;
+}
+
 /**
  * `Idempotency-Key` on the server API (register in its scope, after authentication). The claim
  * is taken after the body is validated, so a request refused before it runs (auth, rate limit,

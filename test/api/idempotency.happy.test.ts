@@ -9,6 +9,21 @@ forEachStore('Idempotency-Key', (kind) => {
   const ctx = useTestApp(kind);
   const licensesOf = (userId: string) => ctx.store.read.all(ctx.store.db.selectFrom('licenses').select('key').where('user_id', '=', userId));
 
+  it('is named in the OpenAPI document on every server-API POST, PUT and PATCH, and nowhere else', async () => {
+    const doc = (await call(ctx, { method: 'GET', url: '/api/v1/openapi.json' })).body as { paths: Record<string, Record<string, { security?: object[]; parameters?: { name: string }[] }>> };
+    const takes: string[] = [];
+    const should: string[] = [];
+    for (const [path, operations] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        if ((operation.parameters ?? []).some((p) => p.name === 'Idempotency-Key')) takes.push(`${method} ${path}`);
+        if (['post', 'put', 'patch'].includes(method) && operation.security !== undefined) should.push(`${method} ${path}`);
+      }
+    }
+    expect(takes).toContain('post /api/v1/licenses');
+    expect(takes).not.toContain('post /api/v1/public/licenses/activate');
+    expect(takes.sort()).toEqual(should.sort());
+  });
+
   it('replays the first answer of a license creation (same status, body, type) and creates nothing again', async () => {
     const t = await createTenant(ctx);
     const p = await createProduct(ctx, t);

@@ -1,5 +1,6 @@
 import { type Static, type TSchema, Type } from 'typebox';
 import { EMAIL_MAX, EMAIL_PATTERN } from '../core/email.ts';
+import { invalidRequest } from '../core/errors.ts';
 
 /**
  * `{type: [T, "null"]}` rather than anyOf: ajv validates it the same and fast-json-stringify
@@ -41,3 +42,11 @@ export const LicenseKeyHeader = Type.Object({
 
 /** Documents an empty 200 (DELETE endpoints answer with content-length 0). */
 export const EmptyResponse = Type.Unsafe<void>({ description: 'Empty body (content-length: 0).' });
+
+/** A list's `?limit=` (digits, checked by its schema) as a number from 1 to `max`, or undefined when absent. */
+export function pageLimit(raw: string | undefined, max: number): number | undefined {
+  if (raw === undefined) return undefined;
+  const limit = Number(raw);
+  if (limit < 1 || limit > max) throw invalidRequest('query.limit', `must be 1 to ${max}`);
+  return limit;
+}

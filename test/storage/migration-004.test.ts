@@ -1,10 +1,6 @@
-import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
-import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { migrateToLatest } from '../../src/storage/migrations/index.ts';
-import { createTestDatabase, forEachStore, type TestDatabase } from '../support/stores.ts';
+import { createTestDatabase, forEachStore, rawKysely, type TestDatabase } from '../support/stores.ts';
 
 const row = (id: string, status: string, extra: Record<string, unknown> = {}) => ({
   id,
@@ -30,10 +26,7 @@ forEachStore('migration 004: the e-mail outbox moves into the general outbox', (
   let database: TestDatabase;
   beforeAll(async () => {
     database = await createTestDatabase(kind);
-    const db: Kysely<any> =
-      kind === 'sqlite'
-        ? new Kysely({ dialect: new SqliteDialect({ database: new BetterSqlite3(join(database.env.DATA_DIR, 'tessera.db')) }) })
-        : new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.env.DATABASE_URL }) }) });
+    const db = rawKysely(kind, database);
     await migrateToLatest(db, '003_portal_mail');
     await db.insertInto('mail_outbox').values([row('queued', 'pending'), row('sent', 'sent'), row('failed', 'failed')]).execute();
     await db.destroy();

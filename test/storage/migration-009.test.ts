@@ -1,13 +1,9 @@
-import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
-import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { hashToken } from '../../src/modules/portal/service.ts';
 import { createServices } from '../../src/services.ts';
 import { migrateToLatest } from '../../src/storage/migrations/index.ts';
-import { createTestDatabase, forEachStore, type TestDatabase } from '../support/stores.ts';
+import { createTestDatabase, forEachStore, rawKysely, type TestDatabase } from '../support/stores.ts';
 
 const NOW = Date.now();
 
@@ -16,10 +12,7 @@ forEachStore('migration 009: portal sessions know their link, link requests thei
   let database: TestDatabase;
   beforeAll(async () => {
     database = await createTestDatabase(kind);
-    const db: Kysely<any> =
-      kind === 'sqlite'
-        ? new Kysely({ dialect: new SqliteDialect({ database: new BetterSqlite3(join(database.env.DATA_DIR, 'tessera.db')) }) })
-        : new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.env.DATABASE_URL }) }) });
+    const db = rawKysely(kind, database);
     await migrateToLatest(db, '004_outbox');
     const token = (hash: string, kind: string) => ({ token_hash: hash, kind, email_normalized: 'old@example.com', user_id: null, expires_at: NOW + 3_600_000, created_at: NOW - 60_000 });
     await db.insertInto('portal_tokens').values([token(hashToken('old-link'), 'link'), token(hashToken('old-session'), 'session')]).execute();

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import { describe } from 'vitest';
 import { openStore, type Store } from '../../src/storage/index.ts';
@@ -64,4 +66,14 @@ export async function createTestDatabase(kind: StoreKind): Promise<TestDatabase>
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A bare Kysely on a test database, without the store (no migrations run): tests of a migration
+ * bring the schema to the version before it, write old-style rows, then open the store.
+ */
+export function rawKysely(kind: StoreKind, database: TestDatabase): Kysely<any> {
+  return kind === 'sqlite'
+    ? new Kysely({ dialect: new SqliteDialect({ database: new BetterSqlite3(join(database.env.DATA_DIR, 'tessera.db')) }) })
+    : new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.env.DATABASE_URL }) }) });
 }

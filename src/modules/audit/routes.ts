@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { invalidRequest } from '../../core/errors.ts';
-import { errorResponses, LicenseKeyHeader } from '../../http/schema-helpers.ts';
+import { errorResponses, LicenseKeyHeader, pageLimit } from '../../http/schema-helpers.ts';
 import { AuditPageBody, AuditQuery, auditView } from './schemas.ts';
 import { AUDIT_LIMIT_MAX, type AuditService } from './service.ts';
 
@@ -21,8 +20,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ audit: AuditService }> = a
       },
     },
     async (req) => {
-      const limit = req.query.limit === undefined ? undefined : Number(req.query.limit);
-      if (limit !== undefined && (limit < 1 || limit > AUDIT_LIMIT_MAX)) throw invalidRequest('query.limit', `must be 1 to ${AUDIT_LIMIT_MAX}`);
+      const limit = pageLimit(req.query.limit, AUDIT_LIMIT_MAX);
       const page = await audit.list(req.principal, req.headers['license-key'], { limit, cursor: req.query.cursor });
       return { data: page.data.map(auditView), nextCursor: page.nextCursor };
     },

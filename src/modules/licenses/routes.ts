@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { invalidRequest } from '../../core/errors.ts';
-import { EmptyResponse, errorResponses, LicenseKeyHeader } from '../../http/schema-helpers.ts';
+import { EmptyResponse, errorResponses, LicenseKeyHeader, pageLimit } from '../../http/schema-helpers.ts';
 import { ProductParams } from '../products/schemas.ts';
 import {
   CreateLicenseBody,
@@ -123,8 +122,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
       },
     },
     async (req) => {
-      const limit = req.query.limit === undefined ? undefined : Number(req.query.limit);
-      if (limit !== undefined && (limit < 1 || limit > LIST_LIMIT_MAX)) throw invalidRequest('query.limit', `must be 1 to ${LIST_LIMIT_MAX}`);
+      const limit = pageLimit(req.query.limit, LIST_LIMIT_MAX);
       const page = await licenses.list(req.principal, req.params.productId, { email: req.query.email, limit, cursor: req.query.cursor });
       return { data: page.data.map(licenseView), nextCursor: page.nextCursor };
     },

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { AppError, invalidRequest } from '../../core/errors.ts';
-import { EmptyResponse, errorResponses } from '../../http/schema-helpers.ts';
+import { AppError } from '../../core/errors.ts';
+import { EmptyResponse, errorResponses, pageLimit } from '../../http/schema-helpers.ts';
 import { ProductParams } from '../products/schemas.ts';
 import {
   ConnectionReply,
@@ -138,8 +138,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
       },
     },
     async (req) => {
-      const limit = req.query.limit === undefined ? undefined : Number(req.query.limit);
-      if (limit !== undefined && (limit < 1 || limit > PURCHASE_LIMIT_MAX)) throw invalidRequest('query.limit', `must be 1 to ${PURCHASE_LIMIT_MAX}`);
+      const limit = pageLimit(req.query.limit, PURCHASE_LIMIT_MAX);
       const page = await payments.listPurchases(req.principal, { limit, cursor: req.query.cursor });
       return { data: page.data.map(purchaseView), nextCursor: page.nextCursor };
     },

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { invalidRequest } from '../../core/errors.ts';
-import { EmptyResponse, errorResponses } from '../../http/schema-helpers.ts';
+import { EmptyResponse, errorResponses, pageLimit } from '../../http/schema-helpers.ts';
 import {
   CreatedWebhookEndpointBody,
   CreateWebhookBody,
@@ -104,8 +103,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
       },
     },
     async (req) => {
-      const limit = req.query.limit === undefined ? undefined : Number(req.query.limit);
-      if (limit !== undefined && (limit < 1 || limit > DELIVERIES_LIMIT_MAX)) throw invalidRequest('query.limit', `must be 1 to ${DELIVERIES_LIMIT_MAX}`);
+      const limit = pageLimit(req.query.limit, DELIVERIES_LIMIT_MAX);
       const page = await webhooks.deliveries(req.principal, req.params.webhookId, { limit, cursor: req.query.cursor });
       return { data: page.data.map(deliveryView), nextCursor: page.nextCursor };
     },

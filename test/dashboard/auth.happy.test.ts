@@ -36,6 +36,26 @@ forEachStore('dashboard accounts', (kind) => {
     });
   });
 
+  describe('racing first runs', () => {
+    const ctx = useTestApp(kind);
+
+    it('makes one account when several setups race each other', async () => {
+      const browsers = await Promise.all(
+        Array.from({ length: 6 }, async () => {
+          const browser = new WebBrowser(ctx);
+          await browser.request('GET', '/dashboard/setup');
+          return browser;
+        }),
+      );
+      const answers = await Promise.all(
+        browsers.map((b, i) => b.request('POST', '/dashboard/setup', { email: `owner${i}@example.com`, password: PASSWORD, csrf: b.csrf })),
+      );
+      expect(answers.filter((a) => a.headers.location === '/dashboard')).toHaveLength(1);
+      expect(answers.filter((a) => a.headers.location === '/dashboard/login')).toHaveLength(5);
+      expect(await ctx.services.accounts.count()).toBe(1);
+    });
+  });
+
   describe('sessions and passwords', () => {
     const transport = new CapturingTransport();
     const ctx = useTestApp(kind, { app: { mail: { transport, worker: { pollMs: 20 } } } });

@@ -15,14 +15,24 @@ export class SqlAccountRepository implements AccountRepository {
 
   async insert(unit: Unit, account: Account): Promise<void> {
     await executorOf(unit).run(
-        this.db.insertInto('accounts').values({
-          id: account.id,
-          email: account.email,
-          password_hash: account.passwordHash,
-          plan: account.plan,
-          created_at: account.createdAt,
-        }),
+      this.db.insertInto('accounts').values({
+        id: account.id,
+        email: account.email,
+        password_hash: account.passwordHash,
+        plan: account.plan,
+        created_at: account.createdAt,
+      }),
     );
+  }
+
+  async insertFirst(unit: Unit, account: Account): Promise<boolean> {
+    const tx = executorOf(unit);
+    // PostgreSQL: two transactions would each see no account under READ COMMITTED, so the table
+    // is locked against other writers first. SQLite's units already run one at a time.
+    if (this.store.lockRows) await tx.run({ sql: 'LOCK TABLE accounts IN SHARE ROW EXCLUSIVE MODE', parameters: [] });
+    if (await tx.first(this.db.selectFrom('accounts').select('id').limit(1))) return false;
+    await this.insert(unit, account);
+    return true;
   }
 
   async findByEmail(email: string): Promise<Account | undefined> {

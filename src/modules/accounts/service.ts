@@ -17,6 +17,8 @@ export interface Account {
 
 export interface AccountRepository {
   insert(unit: Unit, account: Account): Promise<void>;
+  /** Inserts `account` only while there is no account at all (atomic, across processes); false when one exists. */
+  insertFirst(unit: Unit, account: Account): Promise<boolean>;
   findByEmail(email: string): Promise<Account | undefined>;
   findById(id: string, unit?: Unit): Promise<Account | undefined>;
   setPlan(unit: Unit, id: string, plan: Plan): Promise<number>;
@@ -46,6 +48,23 @@ export class AccountService {
   ) {}
 
   async create(input: { email: string; password: string; plan?: string }): Promise<Account> {
+    const account = await this.newAccount(input);
+    await this.units.run((unit) => this.repo.insert(unit, account));
+    return account;
+  }
+
+  /**
+   * The installation's first account (the dashboard's first-run setup): created only while no
+   * account exists, so two setups racing each other make one account, never two.
+   */
+  async createFirst(input: { email: string; password: string }): Promise<Account> {
+    const account = await this.newAccount(input);
+    if (!(await this.units.run((unit) => this.repo.insertFirst(unit, account)))) throw new AppError('not_found', 'The dashboard is already set up.');
+    return account;
+  }
+
+  /** Checks the input and hashes the password (outside any unit: it takes a while). */
+  private async newAccount(input: { email: string; password: string; plan?: string }): Promise<Account> {
     const email = canonicalEmail(input.email);
     if (!email) throw invalidRequest('email', 'must be a valid e-mail address');
     checkPassword(input.password);
@@ -55,9 +74,7 @@ export class AccountService {
       throw new AppError('invalid_request', 'An account with this e-mail already exists.', [{ path: 'email', message: 'already in use' }]);
     }
     // argon2id with the library's defaults (19 MiB, t=2), the OWASP baseline.
-    const account: Account = { id: newUserId(), email, passwordHash: await hash(input.password), plan, createdAt: this.clock() };
-    await this.units.run((unit) => this.repo.insert(unit, account));
-    return account;
+    return { id: newUserId(), email, passwordHash: await hash(input.password), plan, createdAt: this.clock() };
   }
 
   /** The account when the password is right; an unknown address costs the same argon2 verify (no timing oracle). */

@@ -135,6 +135,8 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
       try {
         return signIn(reply, kind === 'setup' ? await auth.setUp(email, body.password ?? '') : await auth.signUp(email, body.password ?? ''));
       } catch (error) {
+        // Another setup finished first: this visitor is now just a late one.
+        if (error instanceof AppError && error.code === 'not_found') return reply.redirect('/dashboard/login', 303);
         const errors = fieldErrors(error);
         if (!errors) throw error;
         return send(reply, 400, accountFormPage({ kind, form: { values: { email }, errors }, csrf: csrfCookie.token(req, reply) }));

@@ -76,7 +76,8 @@ export class DashboardAuthService {
   /** The first account, only while none exists; signed in at once. */
   async setUp(email: string, password: string): Promise<SignedIn> {
     if (!(await this.needsSetup())) throw new AppError('not_found', 'The dashboard is already set up.');
-    return this.signUp(email, password);
+    const account = await this.accounts.createFirst({ email, password });
+    return this.startSession(account.id);
   }
 
   async signUp(email: string, password: string): Promise<SignedIn> {

@@ -46,6 +46,25 @@ forEachStore('payments (concurrency)', (kind) => {
     expect((await licensesOf(p.ctx.store, t.userId))[0]!.revoked).toBeTruthy();
   });
 
+  it('a refund racing its checkout: the purchase ends refunded and its license revoked, whichever commits first', async () => {
+    const t = await createTenant(p.ctx);
+    const c = await connectStripe(p, t);
+    const product = await createProduct(p.ctx, t);
+    const price = p.double.price(c.key);
+    await mapPrice(p, t, product.id, { priceId: price });
+    for (let i = 0; i < 8; i++) {
+      const paymentIntent = `pi_race_${i}`;
+      const session = p.double.session(c.key, [{ priceId: price }]);
+      const checkout = signedEvent(c.secret, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: `race${i}@example.com`, paymentIntent }));
+      const refund = signedEvent(c.secret, 'charge.refunded', stripeObjects.charge({ paymentIntent, refunded: true }));
+      const results = await Promise.all([deliver(p.ctx, c.connectionId, checkout), deliver(p.ctx, c.connectionId, refund), deliver(p.ctx, c.connectionId, refund)]);
+      expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
+    }
+    const purchases = (await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases?limit=100', headers: t.auth })).body.data;
+    expect(purchases.map((x: { status: string }) => x.status)).toEqual(Array(8).fill('refunded'));
+    expect((await licensesOf(p.ctx.store, t.userId)).filter((l) => !l.revoked)).toEqual([]);
+  });
+
   it('5 concurrent connects of one account: all answered, one connection left, the other endpoints deleted at Stripe', async () => {
     const t = await createTenant(p.ctx);
     const key = p.double.account();

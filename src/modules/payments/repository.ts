@@ -223,6 +223,12 @@ export class SqlPaymentRepository implements PaymentRepository {
     await executorOf(unit).run(this.db.updateTable('purchases').set({ status, updated_at: now }).where('id', '=', id));
   }
 
+  async lockPayment(unit: Unit, accountId: string, provider: string, paymentId: string): Promise<void> {
+    // SQLite's units run one at a time already; PostgreSQL takes a transaction-scoped advisory lock.
+    if (!this.store.lockRows) return;
+    await executorOf(unit).first({ sql: 'select pg_advisory_xact_lock(hashtextextended($1, 0))', parameters: [`payment:${accountId}:${provider}:${paymentId}`] });
+  }
+
   async rememberReversal(unit: Unit, accountId: string, provider: string, paymentId: string, reason: 'refunded' | 'disputed', now: number): Promise<void> {
     await executorOf(unit).run(
       this.db

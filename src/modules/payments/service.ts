@@ -296,6 +296,7 @@ export class PaymentService {
   private fulfil(principal: Principal, providerName: string, paid: PaidPurchase, items: LineItem[]): Promise<NotificationOutcome> {
     const now = this.clock();
     return this.units.run(async (unit): Promise<NotificationOutcome> => {
+      if (paid.paymentId) await this.repo.lockPayment(unit, principal.accountId, providerName, paid.paymentId);
       const priceIds = [...new Set(items.flatMap((i) => (i.priceId ? [i.priceId] : [])))];
       const mappings = new Map((await this.repo.mappingsFor(unit, principal.accountId, providerName, priceIds)).map((m) => [m.priceId, m]));
       // Refunded or disputed before this event got through (it was being retried): recorded as such, no license.
@@ -344,6 +345,7 @@ export class PaymentService {
   private reverse(principal: Principal, providerName: string, reversed: ReversedPayment): Promise<NotificationOutcome> {
     const now = this.clock();
     return this.units.run(async (unit): Promise<NotificationOutcome> => {
+      await this.repo.lockPayment(unit, principal.accountId, providerName, reversed.paymentId);
       const found = await this.repo.lockPurchasesByPayment(unit, principal.accountId, providerName, reversed.paymentId);
       if (found.length === 0) {
         // Its checkout event may still be on its way (Stripe retries a failed delivery for days).

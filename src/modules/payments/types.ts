@@ -77,6 +77,11 @@ export interface PaymentRepository {
   lockPurchasesByPayment(unit: Unit, accountId: string, provider: string, paymentId: string): Promise<Purchase[]>;
   setPurchaseStatus(unit: Unit, id: string, status: PurchaseStatus, now: number): Promise<void>;
   /** Remembers a reversal whose purchase is not recorded yet (once per payment). */
+  /**
+   * Serializes, until the unit ends, every unit about one payment (its fulfilment and its reversal):
+   * without it a refund and its checkout racing on PostgreSQL could each miss the other.
+   */
+  lockPayment(unit: Unit, accountId: string, provider: string, paymentId: string): Promise<void>;
   rememberReversal(unit: Unit, accountId: string, provider: string, paymentId: string, reason: 'refunded' | 'disputed', now: number): Promise<void>;
   earlyReversal(unit: Unit, accountId: string, provider: string, paymentId: string): Promise<'refunded' | 'disputed' | undefined>;
   listPurchases(accountId: string, limit: number, before?: { createdAt: number; id: string }): Promise<Purchase[]>;

@@ -135,10 +135,12 @@ export class Outbox {
 
   /** Marks claimed jobs done in one write: a worker's completions share it, not a write each. */
   async completeAll(ids: readonly string[], workerId: string): Promise<void> {
-    const at = this.clock();
-    await this.store.write(async (tx) => {
-      for (const id of ids) await tx.run(this.completeJob.bind({ id, worker: workerId, at }));
-    });
+    const done = this.store.db
+      .updateTable('outbox')
+      .set({ status: 'done', done_at: this.clock(), claimed_until: null, last_error: null })
+      .where('id', 'in', ids)
+      .where('claimed_by', '=', workerId);
+    await this.store.write((tx) => tx.run(done));
   }
 
   /** Releases a failed claim: retried at `retryAt`, or dead for good when it is null. */

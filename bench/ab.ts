@@ -6,7 +6,9 @@
  *
  *   taskset -c 1 node --import tsx bench/ab.ts --a /tmp/before --b . --scenarios "public validate" --rounds 4
  *
- * Extra server environment with --env KEY=VALUE,KEY=VALUE (e.g. LOG_LEVEL=warn).
+ * Extra server environment with --env KEY=VALUE,KEY=VALUE (e.g. LOG_LEVEL=warn). With --paced, a
+ * scenario that has a pacedRate is measured at that offered rate instead of at saturation;
+ * --node-flags replaces the server's node flags (npm start's: "--enable-source-maps --max-semi-space-size=4").
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,6 +29,8 @@ const { values: flags } = parseArgs({
     duration: { type: 'string', default: '5' },
     warmup: { type: 'string', default: '2' },
     env: { type: 'string', default: '' },
+    paced: { type: 'boolean', default: false },
+    'node-flags': { type: 'string', default: '--max-semi-space-size=4' },
     'env-a': { type: 'string', default: '' },
     'env-b': { type: 'string', default: '' },
   },
@@ -41,13 +45,15 @@ const chosen = flags.scenarios.split(',').map((n) => scenarios.find((s) => s.nam
 const load = { connections: 50, duration: Number(flags.duration), warmup: Number(flags.warmup) };
 const dataDir = mkdtempSync(join(tmpdir(), 'tessera-ab-'));
 const results = new Map<string, number[]>();
+const helpers = await Promise.all(chosen.map((s) => s.start?.()));
+const helperEnv = Object.assign({}, ...helpers.map((h) => h?.env ?? {}));
 try {
   const fixture = await seed({ dataDir }, Number(flags.licenses));
   for (let round = 1; round <= Number(flags.rounds); round++) {
     for (const tree of round % 2 ? trees : [...trees].reverse()) {
       const child = await startChild({
-        args: ['--max-semi-space-size=4', join(tree.dir, 'dist/main.js')],
-        env: { RATE_LIMIT: 'off', SECRET_KEY: '7e'.repeat(32), DATA_DIR: dataDir, ...parseEnv(flags.env), ...tree.env },
+        args: [...flags['node-flags'].split(' ').filter(Boolean), join(tree.dir, 'dist/main.js')],
+        env: { RATE_LIMIT: 'off', SECRET_KEY: '7e'.repeat(32), DATA_DIR: dataDir, ...helperEnv, ...parseEnv(flags.env), ...tree.env },
         core: 0,
         readyPath: '/readyz',
         stdoutFile: join(dataDir, `${tree.name}.log`),
@@ -56,10 +62,11 @@ try {
         for (const scenario of chosen) {
           const ctx = { store: 'sqlite' as const, baseUrl: child.baseUrl, fixture };
           await scenario.prepare?.(ctx);
-          const r = await measure(child, scenario.request(ctx), load);
+          const rate = flags.paced ? scenario.pacedRate : undefined;
+          const r = await measure(child, scenario.request(ctx), rate ? { ...load, rate } : load);
           const key = `${scenario.name} | ${tree.name}`;
           results.set(key, [...(results.get(key) ?? []), r.cpuPerRequestUs]);
-          console.log(`round ${round} ${tree.name} ${scenario.name}: ${Math.round(r.rps)} req/s, ${r.cpuPerRequestUs.toFixed(1)} µs/req, p99 ${r.p99} ms, CPU ${Math.round(r.cpuPercent)}%, anon ${Math.round(r.anonMiB)} MiB`);
+          console.log(`round ${round} ${tree.name} ${scenario.name}: ${Math.round(r.rps)} req/s, ${r.cpuPerRequestUs.toFixed(1)} µs/req, p50 ${r.p50} ms, p99 ${r.p99} ms, CPU ${Math.round(r.cpuPercent)}%, anon ${Math.round(r.anonMiB)} MiB`);
         }
       } finally {
         await child.stop();
@@ -68,6 +75,7 @@ try {
   }
 } finally {
   rmSync(dataDir, { recursive: true, force: true });
+  for (const helper of helpers) await helper?.stop();
 }
 const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
 for (const [key, xs] of results) console.log(`${key}: µs/req ${xs.map((x) => x.toFixed(1)).join(', ')}; median ${median(xs).toFixed(1)}`);

@@ -67,6 +67,33 @@ forEachStore('general outbox (e-mail on it)', (kind) => {
     expect(await worker.drain()).toBe(0);
   });
 
+  it('marks jobs that finish together done in one write', async () => {
+    const outbox = new Outbox(ctx.store);
+    const writes: string[][] = [];
+    const completeAll = outbox.completeAll.bind(outbox);
+    outbox.completeAll = (ids, worker) => (writes.push([...ids]), completeAll(ids, worker));
+    const transport = new CapturingTransport();
+    const worker = mailWorker(transport, {}, outbox);
+    const to = ['together-1@example.com', 'together-2@example.com', 'together-3@example.com'];
+    for (const address of to) await queue(message(address));
+    expect(await worker.drain()).toBe(3);
+    expect(writes).toEqual([expect.arrayContaining((await Promise.all(to.map((a) => outboxFor(ctx.store, a)))).map(([row]) => row!.id))]);
+    for (const address of to) expect((await outboxFor(ctx.store, address))[0]).toMatchObject({ status: 'done', attempts: 1 });
+  });
+
+  it('retries a sent job whose completion could not be recorded (at least once, never lost)', async () => {
+    const outbox = new Outbox(ctx.store);
+    outbox.completeAll = () => Promise.reject(new Error('disk full'));
+    const transport = new CapturingTransport();
+    await queue(message('unrecorded@example.com'));
+    await mailWorker(transport, {}, outbox).drain();
+    expect(transport.sent.filter((m) => m.to === 'unrecorded@example.com')).toHaveLength(1);
+    expect((await outboxFor(ctx.store, 'unrecorded@example.com'))[0]).toMatchObject({ status: 'pending', attempts: 1, lastError: 'disk full' });
+    await new Promise((r) => setTimeout(r, settings.maxRetryDelayMs * 1.2 + 5)); // its retry time
+    await mailWorker(transport).drain();
+    expect((await outboxFor(ctx.store, 'unrecorded@example.com'))[0]).toMatchObject({ status: 'done', attempts: 2 });
+  });
+
   it('retries a refused job with backoff, then marks it dead after the last attempt', async () => {
     const clock = manualClock();
     const outbox = new Outbox(ctx.store, clock);

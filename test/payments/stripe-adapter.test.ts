@@ -35,6 +35,16 @@ describe('Stripe adapter (provider seam)', () => {
     ]);
   });
 
+  it('lists line items without touching the stack trace limit of the rest of the process', async () => {
+    const key = double.account();
+    const session = double.session(key, [{ priceId: double.price(key) }]);
+    const limit = Error.stackTraceLimit;
+    expect(await stripe.lineItems(key, session)).toHaveLength(1);
+    expect(Error.stackTraceLimit).toBe(limit);
+    await expect(stripe.lineItems('rk_test_nobodyknowsthis', session)).rejects.toMatchObject({ code: 'invalid_provider_key' });
+    expect(Error.stackTraceLimit).toBe(limit);
+  });
+
   it('maps Stripe failures onto the error model', async () => {
     const refused = await stripe.connect('rk_test_nobodyknowsthis', 'https://example.com/hook').catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(AppError);

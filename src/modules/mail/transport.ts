@@ -1,6 +1,6 @@
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
+import { DurableFiles } from './durable-files.ts';
 import type { MailTransport, QueuedMail } from './types.ts';
 
 export interface TransportSettings {
@@ -24,8 +24,8 @@ const SMTP_TIMEOUTS = { connectionTimeout: 30_000, greetingTimeout: 30_000, sock
 /**
  * SMTP through nodemailer when SMTP_URL is set; otherwise every message becomes an .eml file in
  * DATA_DIR/outbox (written under a temporary name, then renamed, so a reader never sees half a
- * file). The Message-ID is derived from the outbox id, so a retried message carries the same
- * one and receivers can drop a duplicate.
+ * file; on disk before the job counts as sent). The Message-ID is derived from the outbox id, so a
+ * retried message carries the same one and receivers can drop a duplicate.
  */
 export function createMailTransport(settings: TransportSettings, log: Log): MailTransport {
   const domain = senderDomain(settings.mailFrom);
@@ -52,19 +52,16 @@ export function createMailTransport(settings: TransportSettings, log: Log): Mail
     };
   }
 
-  const dir = join(settings.dataDir, 'outbox');
-  const files = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  const files = new DurableFiles(join(settings.dataDir, 'outbox'));
+  const mime = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
-    description: `files in ${dir}`,
+    description: `files in ${files.dir}`,
     async send(mail) {
-      const info = await files.sendMail(envelope(mail));
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      const info = await mime.sendMail(envelope(mail));
       const name = `${new Date(mail.createdAt).toISOString().replace(/[:.]/g, '-')}-${mail.id}.eml`;
-      const temporary = join(dir, `.${name}.tmp`);
-      writeFileSync(temporary, info.message as Buffer, { mode: 0o600 });
-      renameSync(temporary, join(dir, name));
+      await files.write(name, info.message as Buffer);
       log.info({ to: mail.to, kind: mail.kind, file: name }, 'e-mail written to the outbox directory (SMTP_URL is not set)');
     },
-    close: () => files.close(),
+    close: () => mime.close(),
   };
 }

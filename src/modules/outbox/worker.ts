@@ -57,6 +57,11 @@ export const DEFAULT_WORKER_SETTINGS: WorkerSettings = {
 const PURGE_EVERY_MS = 60 * 60_000;
 /** How long free slots wait for more to free up before they are refilled anyway. */
 const REFILL_WAIT_MS = 20;
+/**
+ * How long a finished job waits for others to be marked done in the same write. A crash in that
+ * window repeats the job, as a crash between a send and its completion always could.
+ */
+const COMPLETE_WAIT_MS = 10;
 
 interface Log {
   info(obj: object, msg: string): void;
@@ -88,6 +93,9 @@ export class OutboxWorker {
   private unsubscribe: (() => void) | undefined;
   /** Wakes a drain that waits for a free slot or a new job. */
   private kick: (() => void) | undefined;
+  /** Finished jobs waiting to be marked done together (completeLater). */
+  private finished: { id: string; resolve: () => void; reject: (error: unknown) => void }[] = [];
+  private finishTimer: NodeJS.Timeout | undefined;
 
   private readonly kinds: readonly string[];
   private readonly leaseByKind: Record<string, number>;
@@ -215,7 +223,7 @@ export class OutboxWorker {
 
   private async attempt(job: Job): Promise<void> {
     try {
-      if ((await this.consumers[job.kind]!.handle(job)) !== 'completed') await this.outbox.complete(job.id, this.id);
+      if ((await this.consumers[job.kind]!.handle(job)) !== 'completed') await this.completeLater(job.id);
     } catch (err) {
       const retryAt = this.retryAt(job);
       const giveUp = retryAt === null;
@@ -225,6 +233,22 @@ export class OutboxWorker {
       if (giveUp) this.log.error(entry, 'outbox job failed for good (dead)');
       else this.log.warn({ ...entry, retryAt: new Date(retryAt!).toISOString() }, 'outbox job failed; will retry');
     }
+  }
+
+  /** Resolves once the job is marked done, in one write with the others finished meanwhile. */
+  private completeLater(id: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.finished.push({ id, resolve, reject });
+      this.finishTimer ??= setTimeout(() => {
+        this.finishTimer = undefined;
+        const batch = this.finished;
+        this.finished = [];
+        this.outbox.completeAll(batch.map((f) => f.id), this.id).then(
+          () => batch.forEach((f) => f.resolve()),
+          (error) => batch.forEach((f) => f.reject(error)),
+        );
+      }, COMPLETE_WAIT_MS);
+    });
   }
 
   private retryAt(job: Job): number | null {

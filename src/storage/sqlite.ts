@@ -140,6 +140,10 @@ export class SqliteStore implements Store {
     this.conn.pragma('cache_size = -16384');
     this.conn.pragma('temp_store = MEMORY');
     this.conn.pragma(`mmap_size = ${Math.floor(mmapBytes)}`);
+    // Checkpoint every 4,000 WAL pages (16 MiB) instead of SQLite's 1,000: a page that several
+    // batches dirtied (a hot index page) is copied into the database once per checkpoint, so fewer
+    // checkpoints copy fewer pages. Measured: about 10% less CPU per activation (docs/benchmarks.md).
+    this.conn.pragma('wal_autocheckpoint = 4000');
     this.db = new Kysely<Database>({ dialect: new SqliteDialect({ database: this.conn }) });
     this.read = this.outsideExecutor();
     const control = (sql: string) => this.conn.prepare(sql);

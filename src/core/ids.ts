@@ -18,16 +18,15 @@ export const newUserId = (): string => randomUUID();
 export const newProductId = (): string => `p_${randomBase62(20)}`;
 export const newApiKeyId = (): string => `key_${randomBase62(16)}`;
 
-/**
- * Random bytes for the suffix of time-ordered ids, drawn from the CSPRNG 4 KiB at a time: a
- * `randomBytes` call per id (the audit entry of every change) cost more than the rest of the id.
- * The suffix only keeps ids of one millisecond and sequence apart across processes; secrets and
- * keys keep calling `randomBase62`.
- */
 const pool = Buffer.alloc(4096);
 let poolUsed = pool.length;
 
-function pooledBase62(length: number): string {
+/**
+ * Random base62 for identifiers made on every change (an audit entry's, a webhook event's), drawn
+ * from the CSPRNG 4 KiB at a time: a `randomBytes` call per id cost more than the rest of the id.
+ * Not for secrets or keys (`randomBase62`): their bytes should not wait in memory before use.
+ */
+export function idBase62(length: number): string {
   let out = '';
   while (out.length < length) {
     if (poolUsed === pool.length) {
@@ -49,7 +48,7 @@ let sequence = 0;
  */
 export function timeOrderedId(at: number): string {
   sequence = (sequence + 1) % 36 ** 4;
-  return `${Math.max(0, Math.floor(at)).toString(36).padStart(9, '0')}${sequence.toString(36).padStart(4, '0')}${pooledBase62(8)}`;
+  return `${Math.max(0, Math.floor(at)).toString(36).padStart(9, '0')}${sequence.toString(36).padStart(4, '0')}${idBase62(8)}`;
 }
 
 /** The smallest id `timeOrderedId` can make at `at`: ids below it were made before. */

@@ -137,6 +137,9 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
     addDevice: new Prepared<{ key: string; identifier: string; name: string; at: number }, never>((p) =>
       db.insertInto('devices').values({ license_key: p('key'), identifier: p('identifier'), name: p('name'), activation_date: p('at') }),
     ),
+    renameDevice: new Prepared<{ key: string; identifier: string; name: string }, never>((p) =>
+      db.updateTable('devices').set({ name: p('name') }).where('license_key', '=', p('key')).where('identifier', '=', p('identifier')),
+    ),
   };
 }
 
@@ -336,7 +339,7 @@ export class SqlLicenseRepository implements LicenseRepository {
   }
 
   async renameDevice(unit: Unit, key: string, identifier: string, name: string): Promise<void> {
-    await executorOf(unit).run(this.db.updateTable('devices').set({ name }).where('license_key', '=', key).where('identifier', '=', identifier));
+    await executorOf(unit).run(this.q.renameDevice.bind({ key, identifier, name }));
   }
 
   async removeDevice(unit: Unit, key: string, identifier: string): Promise<boolean> {

@@ -1,6 +1,6 @@
 import { AppError, invalidRequest, notFound } from '../../core/errors.ts';
 import { type DomainEvent, eventAccountId } from '../../core/events.ts';
-import { randomBase62, timeOrderedId } from '../../core/ids.ts';
+import { idBase62, randomBase62, timeOrderedId } from '../../core/ids.ts';
 import type { Principal } from '../../core/principal.ts';
 import type { SecretBox } from '../../core/secret-box.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
@@ -19,7 +19,7 @@ export const DELIVERIES_LIMIT_MAX = 100;
 export const newEndpointId = (): string => `we_${randomBase62(20)}`;
 /** Time-ordered: deliveries are listed newest first and purged oldest first by their id. */
 export const newDeliveryId = (at: number): string => `wd_${timeOrderedId(at)}`;
-export const newEventId = (): string => `evt_${randomBase62(20)}`;
+export const newEventId = (): string => `evt_${idBase62(20)}`;
 const newSecret = (): string => `whsec_${randomBase62(32)}`;
 
 export interface CreateEndpointInput {

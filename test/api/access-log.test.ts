@@ -4,7 +4,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
-import { RequestLogger, redactUrl } from '../../src/http/access-log.ts';
+import { type AccessLine, loggerOptions, RequestLogger, redactUrl, writeInfoLine } from '../../src/http/access-log.ts';
 import { call, createLicense, createProduct, createTenant, type TestContext, useTestApp } from '../support/app.ts';
 
 type Line = Record<string, unknown> & { msg: string; level: number };
@@ -175,6 +175,25 @@ describe('RequestLogger (request.log)', () => {
     expect(log.isLevelEnabled('debug')).toBe(true);
     expect(parent.level).toBe('info');
     expect(log.child({ job: 'x' }).bindings()).toEqual({ reqId: 'req-7', job: 'x' });
+  });
+});
+
+describe('writeInfoLine (the access line of a success)', () => {
+  it("writes the line byte for byte as pino's info() writes it", () => {
+    const written: string[] = [];
+    const stream = { write: (text: string) => void written.push(text) };
+    const log = pino({ ...loggerOptions('info'), timestamp: () => ',"time":1763900000000' }, stream);
+    const lines: AccessLine[] = [
+      { reqId: 'req-1', method: 'POST', url: '/api/v1/public/licenses/validate', route: '/api/v1/public/licenses/validate', status: 200, ms: 0.3, ip: '127.0.0.1' },
+      { reqId: undefined, method: 'GET', url: '/x?q="a\\b"\u0001é\u2028', route: undefined, status: 204, ms: 12, ip: '::ffff:10.0.0.1' },
+    ];
+    for (const line of lines) {
+      writeInfoLine(log, line);
+      log.info(line, 'request');
+      const [ours, pinos] = written.splice(0);
+      expect(ours).toMatch(/^\{"level":30,"time":1763900000000,"pid":\d+,"hostname":.*"msg":"request"\}\n$/s);
+      expect(ours).toBe(pinos);
+    }
   });
 });
 

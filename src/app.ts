@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Config } from './config.ts';
-import { AccessLog, loggerOptions } from './http/access-log.ts';
+import { AccessLog, loggerOptions, requestLogger } from './http/access-log.ts';
 import { requireApiKey } from './http/auth.ts';
 import { documentIdempotencyKey, registerIdempotency } from './http/idempotency.ts';
 import { Metrics, registerMetrics } from './http/metrics.ts';
@@ -52,7 +52,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   const accessLog = logger ? new AccessLog({ slowMs: config.logSlowMs, samplePublic: config.logSamplePublic }) : undefined;
   const app = Fastify({
     logger: logger && loggerOptions(config.logLevel, logStream),
-    ...(accessLog ? { logController: accessLog } : {}),
+    ...(accessLog ? { logController: accessLog, childLoggerFactory: requestLogger } : {}),
     bodyLimit: JSON_BODY_LIMIT,
     // The timeout policy (docs/security.md): silent, slow and idle connections are closed.
     connectionTimeout: config.http.connectionTimeoutMs,

@@ -45,7 +45,36 @@ export function parseTimestamp(input: string, path = 'expiresAt'): number {
   return ms;
 }
 
-/** Timestamps in responses: ISO 8601 UTC with milliseconds. */
-export const toIso = (ms: number): string => new Date(ms).toISOString();
+const DAY_MS = 86_400_000;
+const pad2 = (n: number): string => (n < 10 ? `0${n}` : `${n}`);
+const pad3 = (n: number): string => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${n}`);
+
+/**
+ * Timestamps in responses: ISO 8601 UTC with milliseconds, exactly as `Date#toISOString` writes
+ * them. Computed here for the instants the service stores (1970 to 9999, whole milliseconds):
+ * `toISOString` costs about 350 ns, and a validation answer carries two or three dates.
+ */
+export function toIso(ms: number): string {
+  if (!Number.isInteger(ms) || ms < TIMESTAMP_MIN || ms > TIMESTAMP_MAX) return new Date(ms).toISOString();
+  const days = Math.floor(ms / DAY_MS);
+  let rest = ms - days * DAY_MS;
+  // Days since 1970-01-01 to a civil date (H. Hinnant's days_from_civil inverted; eras of 400 years).
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const doe = z - era * 146_097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  const hour = Math.floor(rest / 3_600_000);
+  rest -= hour * 3_600_000;
+  const minute = Math.floor(rest / 60_000);
+  rest -= minute * 60_000;
+  const second = Math.floor(rest / 1000);
+  return `${year}-${pad2(month)}-${pad2(day)}T${pad2(hour)}:${pad2(minute)}:${pad2(second)}.${pad3(rest - second * 1000)}Z`;
+}
+
 export const toIsoOrNull = (ms: number | null): string | null => (ms === null ? null : toIso(ms));
 export const toUnixSeconds = (ms: number): number => Math.floor(ms / 1000);

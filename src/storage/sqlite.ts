@@ -312,14 +312,29 @@ export class SqliteStore implements Store {
   // Not part of Store: for this store's own executors (the read executor and UnitExecutor).
   runAll<R>(query: Statement<R>): R[] {
     const { sql, parameters } = toSqlQuery(query);
-    const { stmt, row, readonly } = this.statement(sql);
-    // A write outside `write` (or a RETURNING) commits on its own, as it always did.
-    if (readonly) this.beginRead();
-    else this.endRead();
-    const rows = row ? ((stmt.all(...parameters) as unknown[][]).map(row) as R[]) : [];
-    if (!row) stmt.run(...parameters);
+    const { stmt, row, readonly } = this.ready(sql);
+    // better-sqlite3 binds an array's items as the positional parameters.
+    const rows = row ? ((stmt.all(parameters) as unknown[][]).map(row) as R[]) : [];
+    if (!row) stmt.run(parameters);
     if (!readonly) this.syncAutocommit();
     return rows;
+  }
+
+  /** The first row only: a read steps its statement once and builds no array of rows. */
+  runFirst<R>(query: Statement<R>): R | undefined {
+    const { sql, parameters } = toSqlQuery(query);
+    const { stmt, row, readonly } = this.ready(sql);
+    if (!row || !readonly) return this.runAll(query)[0]; // a write runs whole, as runAll runs it
+    const values = stmt.get(parameters) as unknown[] | undefined;
+    return values === undefined ? undefined : (row(values) as R);
+  }
+
+  /** The statement of `sql`, with the read transaction begun for a reader (a write outside `write`, or a RETURNING, commits on its own, as it always did). */
+  private ready(sql: string): CachedStatement {
+    const cached = this.statement(sql);
+    if (cached.readonly) this.beginRead();
+    else this.endRead();
+    return cached;
   }
 
   runWrite(query: Statement<unknown>): number {
@@ -344,7 +359,7 @@ export class SqliteStore implements Store {
       },
       first: async (query) => {
         if (this.batchOpen) await this.batchEnd();
-        return this.runAll(query)[0];
+        return this.runFirst(query);
       },
       run: async (query) => {
         if (this.batchOpen) await this.batchEnd();

@@ -1,9 +1,10 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
+import pino from 'pino';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
-import { redactUrl } from '../../src/http/access-log.ts';
+import { type AccessLine, loggerOptions, RequestLogger, redactUrl, writeInfoLine } from '../../src/http/access-log.ts';
 import { call, createLicense, createProduct, createTenant, type TestContext, useTestApp } from '../support/app.ts';
 
 type Line = Record<string, unknown> & { msg: string; level: number };
@@ -137,6 +138,62 @@ describe('access log', () => {
     app = logged.app;
     await app.inject({ method: 'POST', url: '/api/v1/public/licenses/validate', headers: json, payload: validate });
     expect(logged.lines).toEqual([]);
+  });
+});
+
+describe('RequestLogger (request.log)', () => {
+  function logger() {
+    const lines: Record<string, unknown>[] = [];
+    const parent = pino({ level: 'info', base: null, timestamp: false }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    return { parent, lines, child: vi.spyOn(parent, 'child'), log: new RequestLogger(parent, { reqId: 'req-7' }) };
+  }
+
+  it('makes the pino child only once something is logged through it, with the request id', () => {
+    const { parent, lines, child, log } = logger();
+    log.debug('below the level');
+    expect(log.isLevelEnabled('info')).toBe(true);
+    expect(log.isLevelEnabled('debug')).toBe(false);
+    expect(log.level).toBe('info');
+    expect(child).not.toHaveBeenCalled();
+    log.warn({ a: 1 }, 'something');
+    log.error('again');
+    expect(child).toHaveBeenCalledTimes(1);
+    expect(lines).toEqual([
+      { level: 40, reqId: 'req-7', a: 1, msg: 'something' },
+      { level: 50, reqId: 'req-7', msg: 'again' },
+    ]);
+    // The access line through the parent, the request id first, is the line the child writes.
+    parent.info({ reqId: 'req-7', status: 200 }, 'request');
+    log.info({ status: 200 }, 'request');
+    expect(lines[2]).toEqual(lines[3]);
+  });
+
+  it('gives a level of its own to its own child only', () => {
+    const { parent, log } = logger();
+    log.level = 'debug';
+    expect(log.level).toBe('debug');
+    expect(log.isLevelEnabled('debug')).toBe(true);
+    expect(parent.level).toBe('info');
+    expect(log.child({ job: 'x' }).bindings()).toEqual({ reqId: 'req-7', job: 'x' });
+  });
+});
+
+describe('writeInfoLine (the access line of a success)', () => {
+  it("writes the line byte for byte as pino's info() writes it", () => {
+    const written: string[] = [];
+    const stream = { write: (text: string) => void written.push(text) };
+    const log = pino({ ...loggerOptions('info'), timestamp: () => ',"time":1763900000000' }, stream);
+    const lines: AccessLine[] = [
+      { reqId: 'req-1', method: 'POST', url: '/api/v1/public/licenses/validate', route: '/api/v1/public/licenses/validate', status: 200, ms: 0.3, ip: '127.0.0.1' },
+      { reqId: undefined, method: 'GET', url: '/x?q="a\\b"\u0001é\u2028', route: undefined, status: 204, ms: 12, ip: '::ffff:10.0.0.1' },
+    ];
+    for (const line of lines) {
+      writeInfoLine(log, line);
+      log.info(line, 'request');
+      const [ours, pinos] = written.splice(0);
+      expect(ours).toMatch(/^\{"level":30,"time":1763900000000,"pid":\d+,"hostname":.*"msg":"request"\}\n$/s);
+      expect(ours).toBe(pinos);
+    }
   });
 });
 

@@ -47,3 +47,17 @@ describe('the one date parser (issue 14, item 13)', () => {
     refused,
   );
 });
+
+describe('toIso', () => {
+  it('writes every stored instant exactly as Date#toISOString does', () => {
+    const DAY = 86_400_000;
+    const instants = [0, 1, 999, DAY - 1, DAY, Date.UTC(2000, 1, 29, 12), Date.UTC(2100, 1, 28, 23, 59, 59, 999), Date.UTC(2100, 2, 1), TIMESTAMP_MAX - 1, TIMESTAMP_MAX];
+    // A day in every week from 1970 to 9999, at a time of day that moves through the whole day.
+    for (let day = 0; day * DAY <= TIMESTAMP_MAX; day += 7) instants.push(day * DAY + ((day * 7919) % DAY));
+    expect(instants.filter((ms) => toIso(ms) !== new Date(ms).toISOString())).toEqual([]);
+  });
+
+  it('leaves what the service never stores to Date#toISOString', () => {
+    for (const ms of [-1, TIMESTAMP_MAX + 1, 1.5]) expect(toIso(ms)).toBe(new Date(ms).toISOString());
+  });
+});

@@ -160,7 +160,9 @@ export class LicenseTokenService implements TokenIssuer {
   async refresh(licenseKey: string, productId: string | string[], deviceIdentifier: string): Promise<{ token: string; status: LicenseStatus }> {
     const result = await this.licenses.publicValidate(licenseKey, productId, deviceIdentifier);
     if (!result.isValid) throw failureError(result.reason);
-    const signer = await this.signers.get(result.license.productId);
+    // The cache answers at once while its entry is fresh (nearly always): no await then.
+    const cached = this.signers.get(result.license.productId);
+    const signer = cached instanceof Promise ? await cached : cached;
     if (!signer) throw new AppError('license_tokens_disabled', 'License tokens are not enabled for this product.');
     return { token: signer.sign(result, this.clock()), status: result.status };
   }

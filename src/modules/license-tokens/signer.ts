@@ -33,7 +33,8 @@ const seconds = (ms: number): number => Math.floor(ms / 1000);
  * SignJWT would re-validate and re-encode everything per call at about a third of the speed.
  */
 export class TokenSigner {
-  private readonly key: KeyObject;
+  /** The key and its signature format, as node:crypto's sign takes them: one object for every token. */
+  private readonly signKey: { key: KeyObject; dsaEncoding: 'ieee-p1363' };
   private readonly encodedHeader: string;
 
   constructor(
@@ -41,7 +42,8 @@ export class TokenSigner {
     readonly keyId: string,
     readonly validitySeconds: number,
   ) {
-    this.key = createPrivateKey(privateKeyPem);
+    // JWS wants the raw r||s signature (IEEE P1363), not DER.
+    this.signKey = { key: createPrivateKey(privateKeyPem), dsaEncoding: 'ieee-p1363' };
     this.encodedHeader = Buffer.from(JSON.stringify({ alg: 'ES256', typ: 'JWT', kid: keyId })).toString('base64url');
   }
 
@@ -63,8 +65,8 @@ export class TokenSigner {
       exp: iat + this.validitySeconds,
     };
     const input = `${this.encodedHeader}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
-    // JWS wants the raw r||s signature (IEEE P1363), not DER.
-    const signature = sign('sha256', Buffer.from(input), { key: this.key, dsaEncoding: 'ieee-p1363' });
+    // The signing input is base64url text (ASCII): latin1 copies it byte for byte, with no UTF-8 encoding.
+    const signature = sign('sha256', Buffer.from(input, 'latin1'), this.signKey);
     return `${input}.${signature.toString('base64url')}`;
   }
 }

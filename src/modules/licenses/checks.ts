@@ -52,7 +52,8 @@ export function evaluate(subject: Subject, question: Question): Verdict {
   if (!license) return { ok: false, failure: 'not_found', status: null };
   if (question.needsSlot && subject.activeDeviceCount === undefined) throw new Error('The slot check needs the active device count');
   const status = licenseStatus(license, subject.fallbackEnabled, question.now);
-  const s = { ...subject, license, status };
+  // Built field by field, not spread: one object shape whichever fields the caller passed.
+  const s: Checked = { license, fallbackEnabled: subject.fallbackEnabled, deviceActive: subject.deviceActive, activeDeviceCount: subject.activeDeviceCount, status };
   for (const [failure, fails] of CHECKS) if (fails(s, question)) return { ok: false, failure, status };
   return { ok: true, status, license };
 }

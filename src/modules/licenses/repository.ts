@@ -30,7 +30,7 @@ export function searchOrder(filter: LicenseFilter): 'key' | 'expires_at' | 'crea
   return filter.keyPrefix !== undefined ? 'key' : filter.status === 'expired' ? 'expires_at' : 'created_at';
 }
 
-const toRecord = (r: LicenseRow): LicenseRecord => ({
+const toRecord = (r: Omit<LicenseRow, 'email_normalized'>): LicenseRecord => ({
   key: r.key,
   userId: r.user_id,
   productId: r.product_id,
@@ -81,8 +81,11 @@ const LICENSE_COLUMNS = [
   'l.created_at',
 ] as const;
 
+/** What a LicenseRecord is built from: email_normalized serves searches only (and each column read costs the hot path). */
+const RECORD_COLUMNS = LICENSE_COLUMNS.filter((c): c is Exclude<(typeof LICENSE_COLUMNS)[number], 'l.email_normalized'> => c !== 'l.email_normalized');
+
 type LockRow = LicenseRow & { fallback_enabled: number | boolean };
-type ValidationSelect = LicenseRow & { fallback_enabled: number | boolean; device_name: string | null; device_activation_date: number | null };
+type ValidationSelect = Omit<LicenseRow, 'email_normalized'> & { fallback_enabled: number | boolean; device_name: string | null; device_activation_date: number | null };
 type ActivationDeviceRow = { device_name: string | null; device_activation_date: number | null; device_count: number | string | bigint };
 
 /**
@@ -122,7 +125,7 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
         .selectFrom('licenses as l')
         .innerJoin('products as p', 'p.id', 'l.product_id')
         .leftJoin('devices as d', (join) => join.onRef('d.license_key', '=', 'l.key').on('d.identifier', '=', p('identifier')))
-        .select([...LICENSE_COLUMNS, 'p.fallback_enabled', 'd.name as device_name', 'd.activation_date as device_activation_date'])
+        .select([...RECORD_COLUMNS, 'p.fallback_enabled', 'd.name as device_name', 'd.activation_date as device_activation_date'])
         .where('l.key', '=', p('key')),
     ),
     lock: new Prepared<{ key: string }, LockRow>((p) => lockQuery(p('key'))),

@@ -4,7 +4,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { migrateToLatest } from './migrations/index.ts';
 import type { Database } from './schema.ts';
-import { type Executor, type Statement, type Store, toSqlQuery, UnitMisuseError, type WriteOptions } from './store.ts';
+import { type Executor, type Statement, type Store, toSqlQuery, UnitMisuseError } from './store.ts';
 
 const STATEMENT_CACHE_LIMIT = 500;
 
@@ -45,7 +45,6 @@ function rowBuilder(columns: string[]): (values: unknown[]) => unknown {
 
 interface Job {
   work: (tx: Executor) => Promise<unknown>;
-  durable: boolean;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -121,8 +120,6 @@ export class SqliteStore implements Store {
   private stallWatch: NodeJS.Immediate | undefined;
   /** Transaction control, prepared once: `exec` would parse the text again for every unit and turn. */
   private readonly tx: Record<'beginWrite' | 'beginRead' | 'savepoint' | 'rollbackTo' | 'release' | 'commit' | 'rollback', BetterSqlite3.Statement>;
-  /** synchronous=FULL (fsync at commit) is on; off only for batches of units that ask for no fsync. */
-  private syncCommits = true;
 
   private constructor(file: string, mmapBytes: number) {
     this.conn = new BetterSqlite3(file);
@@ -156,27 +153,23 @@ export class SqliteStore implements Store {
     return store;
   }
 
-  write<T>(work: (tx: Executor) => Promise<T>, options?: WriteOptions): Promise<T> {
+  write<T>(work: (tx: Executor) => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new Error('Store is closed'));
     return new Promise<T>((resolve, reject) => {
-      const durable = options?.durable !== false;
-      this.queue.push({ work, durable, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ work, resolve: resolve as (v: unknown) => void, reject });
       if (!this.flushing) {
         this.flushing = true;
-        // A unit that skips the fsync runs when the current microtasks are done, not a turn later:
-        // written after a batch committed (an idempotent answer), it goes out before the next poll.
-        if (durable) setImmediate(() => void this.flush());
-        else process.nextTick(() => void this.flush());
+        setImmediate(() => void this.flush());
       }
     });
   }
 
   private async flush(): Promise<void> {
     this.endRead();
-    const jobs = this.takeBatch();
+    const jobs = this.queue;
+    this.queue = [];
     const outcomes: Outcome[] = [];
     try {
-      this.syncAtCommit(jobs[0]!.durable);
       this.tx.beginWrite.run();
       this.batchOpen = true;
       this.watchStall();
@@ -220,30 +213,6 @@ export class SqliteStore implements Store {
       unit.end(false, value);
     }
     return unit.settled;
-  }
-
-  /**
-   * The next batch: every queued unit, except that units which need no fsync (WriteOptions.durable)
-   * go first in a batch of their own, so they never wait for the disk on the others' behalf.
-   */
-  private takeBatch(): Job[] {
-    const all = this.queue;
-    this.queue = [];
-    if (all.every((job) => job.durable === all[0]!.durable)) return all;
-    const first: Job[] = [];
-    for (const job of all) (job.durable ? this.queue : first).push(job);
-    return first;
-  }
-
-  /**
-   * A batch fsyncs at commit unless none of its units needs it (WriteOptions.durable): WAL mode
-   * with synchronous=NORMAL writes the commit to the log without waiting for the disk. The next
-   * fsync'd commit makes it durable too (one log file, written in order). Set between transactions only.
-   */
-  private syncAtCommit(sync: boolean): void {
-    if (sync === this.syncCommits) return;
-    this.conn.pragma(`synchronous = ${sync ? 'FULL' : 'NORMAL'}`);
-    this.syncCommits = sync;
   }
 
   /** Fires on the turn after a batch began: a unit still running then has stalled (see runUnit). */

@@ -25,16 +25,6 @@ export interface Executor {
   run(query: Statement<unknown>): Promise<number>;
 }
 
-export interface WriteOptions {
-  /**
-   * `false`: the unit need not wait for the disk. On SQLite a batch of such units only commits
-   * without an fsync: visible at once, kept if the process dies, made durable by the next durable
-   * commit, lost only if the machine loses power (or its OS crashes) before that. For records whose
-   * loss is harmless (a stored idempotent answer). PostgreSQL commits every unit durably.
-   */
-  durable?: boolean;
-}
-
 /**
  * The storage layer's one interface. `db` only builds SQL (and runs migrations); statements are
  * executed through `read` or inside `write`, so both stores share every repository.
@@ -49,7 +39,7 @@ export interface Store {
    * executor: a unit still pending after its event-loop turn fails with UnitMisuseError.
    * On PostgreSQL each unit is its own transaction. `read` sees committed rows only, on both.
    */
-  write<T>(work: (tx: Executor) => Promise<T>, options?: WriteOptions): Promise<T>;
+  write<T>(work: (tx: Executor) => Promise<T>): Promise<T>;
   /** Row locks for read-check-write units: `FOR UPDATE` on PostgreSQL; SQLite's writer is exclusive anyway. */
   readonly lockRows: boolean;
   ping(): Promise<void>;

@@ -109,8 +109,8 @@ export class SqlIdempotencyRepository implements IdempotencyRepository {
     return this.put(executorOf(unit), r);
   }
 
-  save(r: KeyRow, durable: boolean): Promise<void> {
-    return this.store.write((tx) => this.put(tx, r), { durable });
+  save(r: KeyRow): Promise<void> {
+    return this.store.write((tx) => this.put(tx, r));
   }
 
   async release(tx: Executor, accountId: string, key: string): Promise<void> {

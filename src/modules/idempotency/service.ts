@@ -40,8 +40,8 @@ export interface IdempotencyRepository {
   put(tx: Executor, row: KeyRow): Promise<void>;
   /** `put` inside a unit of work. */
   putIn(unit: Unit, row: KeyRow): Promise<void>;
-  /** `put` in a unit of its own; `durable: false` lets it skip the wait for the disk (WriteOptions). */
-  save(row: KeyRow, durable: boolean): Promise<void>;
+  /** `put` in a unit of its own. */
+  save(row: KeyRow): Promise<void>;
   /** Deletes the key unless it holds an answer. */
   release(tx: Executor, accountId: string, key: string): Promise<void>;
   purgeExpired(now: number, limit: number): Promise<number>;
@@ -107,8 +107,8 @@ export class IdempotencyService {
   }
 
   /** @internal */
-  save(row: KeyRow, durable: boolean): Promise<void> {
-    return this.repo.save(row, durable);
+  save(row: KeyRow): Promise<void> {
+    return this.repo.save(row);
   }
 
   /** @internal */
@@ -155,15 +155,10 @@ export class Hold implements UnitGuest {
     this.recorded = committed;
   }
 
-  /**
-   * Stores the answer before it is sent, so a retry gets exactly what the client got. When the
-   * change was recorded with the key, the answer's commit need not wait for the disk: should a
-   * power loss take it, the recorded key still keeps the change from running twice (a retry gets
-   * 409). Otherwise the answer is the key's only record and is written durably.
-   */
+  /** Stores the answer (durably, before it is sent: a retry gets exactly what the client got). */
   async complete(response: StoredResponse): Promise<void> {
     try {
-      await this.service.save({ ...this.row, response, lockedUntil: this.row.expiresAt }, !this.recorded);
+      await this.service.save({ ...this.row, response, lockedUntil: this.row.expiresAt });
     } finally {
       this.done();
     }

@@ -11,7 +11,7 @@
  * figures are server CPU µs per answered request (from /proc, the figure least disturbed by
  * other load) and requests per second.
  *
- *   npm run bench:ops -- [--duration 5] [--redis redis://127.0.0.1:6379]
+ *   npm run bench:ops -- [--duration 5] [--rounds 2] [--only creation|validate] [--redis redis://127.0.0.1:6379]
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -35,6 +35,9 @@ const { values: flags } = parseArgs({
     connections: { type: 'string', default: '20' },
     rounds: { type: 'string', default: '2' },
     redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
+    only: { type: 'string' },
+    // Another work tree (built here first): every variant also runs on it, alternated (before/after).
+    base: { type: 'string' },
   },
 });
 const load = { duration: Number(flags.duration), warmup: Number(flags.warmup), connections: Number(flags.connections) };
@@ -42,14 +45,15 @@ const rounds = Number(flags.rounds);
 const json = { 'content-type': 'application/json' };
 const prefix = `tessera-bench:${randomBytes(4).toString('hex')}:`;
 
-type Variant = { name: string; env: Record<string, string>; request: autocannon.Request };
+type Variant = { name: string; env: Record<string, string>; request: autocannon.Request; main?: string };
 
 /** Runs each variant `rounds` times, alternated, each on a fresh server; returns the mean per variant. */
-async function compare(dataDir: string, variants: Variant[]): Promise<Map<string, LoadResult>> {
+async function compare(dataDir: string, ours: Variant[]): Promise<Map<string, LoadResult>> {
+  const variants = flags.base ? ours.flatMap((v) => [{ ...v, name: `${v.name} (base)`, main: join(flags.base!, 'dist/main.js') }, v]) : ours;
   const runs = new Map<string, LoadResult[]>(variants.map((v) => [v.name, []]));
   for (let round = 0; round < rounds; round++) {
     for (const v of variants) {
-      const child = await startChild({ args: ['--max-semi-space-size=4', 'dist/main.js'], env: { DATA_DIR: dataDir, LOG_LEVEL: 'warn', RATE_LIMIT: 'off', ...v.env }, readyPath: '/healthz' });
+      const child = await startChild({ args: ['--max-semi-space-size=4', v.main ?? 'dist/main.js'], env: { DATA_DIR: dataDir, LOG_LEVEL: 'warn', RATE_LIMIT: 'off', ...v.env }, readyPath: '/healthz' });
       try {
         const r = await measure(child, v.request, load);
         runs.get(v.name)!.push(r);
@@ -88,7 +92,9 @@ async function metricsHookCost(dataDir: string): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  if (spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' }).status !== 0) throw new Error('build failed');
+  for (const dir of flags.base ? [flags.base, '.'] : ['.']) {
+    if (spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit', cwd: dir }).status !== 0) throw new Error(`build failed in ${dir}`);
+  }
   const dataDir = mkdtempSync(join(tmpdir(), 'tessera-bench-ops-'));
   const redis = new Redis(flags.redis);
   try {
@@ -100,13 +106,19 @@ async function main(): Promise<void> {
       path: '/api/v1/licenses',
       headers: auth,
       body: createBody,
-      ...(withKey ? { setupRequest: (req) => ({ ...req, headers: { ...auth, 'idempotency-key': randomUUID() } }) } : {}),
+      // Both variants build each request alike (a fresh UUID header), so the load generator costs
+      // the same and the server sees the same concurrency: only the header's name differs.
+      setupRequest: (req) => ({ ...req, headers: { ...auth, [withKey ? 'idempotency-key' : 'x-request-nonce']: randomUUID() } }),
     });
-    console.error('License creation, with and without Idempotency-Key:');
-    const creation = await compare(dataDir, [
-      { name: 'without key', env: {}, request: create(false) },
-      { name: 'with Idempotency-Key', env: {}, request: create(true) },
-    ]);
+    const runs = (part: string) => flags.only === undefined || flags.only === part;
+    let creation = new Map<string, LoadResult>();
+    if (runs('creation')) {
+      console.error('License creation, with and without Idempotency-Key:');
+      creation = await compare(dataDir, [
+        { name: 'without key', env: {}, request: create(false) },
+        { name: 'with Idempotency-Key', env: {}, request: create(true) },
+      ]);
+    }
 
     const validate: autocannon.Request = {
       method: 'POST',
@@ -119,19 +131,25 @@ async function main(): Promise<void> {
     };
     // Limits high enough never to refuse: what is measured is counting, not 429s.
     const limitsOn = { RATE_LIMIT: 'on', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000000000' };
-    console.error('Public validate, limits off / in memory / in Redis:');
-    const validation = await compare(dataDir, [
-      { name: 'limits off', env: {}, request: validate },
-      { name: 'limits in memory', env: limitsOn, request: validate },
-      { name: 'limits in Redis', env: { ...limitsOn, REDIS_URL: flags.redis, REDIS_KEY_PREFIX: prefix }, request: validate },
-    ]);
+    let validation = new Map<string, LoadResult>();
+    if (runs('validate')) {
+      console.error('Public validate, limits off / in memory / in Redis:');
+      validation = await compare(dataDir, [
+        { name: 'limits off', env: {}, request: validate },
+        { name: 'limits in memory', env: limitsOn, request: validate },
+        { name: 'limits in Redis', env: { ...limitsOn, REDIS_URL: flags.redis, REDIS_KEY_PREFIX: prefix }, request: validate },
+      ]);
+    }
     const hookNs = await metricsHookCost(dataDir);
 
     const header = '| variant | req/s | vs baseline | server CPU µs/request | vs baseline | failed |\n|---|---|---|---|---|---|';
     const c0 = creation.get('without key')!;
     const v0 = validation.get('limits off')!;
-    console.log(`${header}\n${[...creation].map(([n, r]) => row(`create license, ${n}`, r, c0)).join('\n')}`);
-    console.log([...validation].map(([n, r]) => row(`public validate, ${n}`, r, v0)).join('\n'));
+    console.log(header);
+    // Each against its own build's baseline.
+    const baseOf = (all: Map<string, LoadResult>, name: string, first: LoadResult) => (name.endsWith(' (base)') ? [...all.values()][0]! : first);
+    for (const [n, r] of creation) console.log(row(`create license, ${n}`, r, baseOf(creation, n, c0)));
+    for (const [n, r] of validation) console.log(row(`public validate, ${n}`, r, baseOf(validation, n, v0)));
     console.log(`\nMetrics hook (Metrics.observe, known route and status): ${hookNs.toFixed(0)} ns CPU per request.`);
   } finally {
     const keys = await redis.keys(`${prefix}*`);

@@ -41,3 +41,37 @@ export class EventBus {
     for (const subscriber of this.subscribers) await subscriber(event, unit);
   }
 }
+
+/**
+ * Work that rides in the first unit its caller opens, ahead of the caller's own work, and is told
+ * whether that unit committed: how a request's Idempotency-Key is recorded in the same atomic,
+ * durable write as the change it guards (http/idempotency.ts).
+ */
+export interface UnitGuest {
+  enter(unit: Unit): Promise<void>;
+  settled(committed: boolean): void;
+}
+
+let waitingGuest: UnitGuest | undefined;
+
+/**
+ * Calls `fn` so that the first unit it opens *synchronously* (before its first await) takes
+ * `guest` in. A guest no unit took stays out, which its owner sees from never being settled: it
+ * must then record itself on its own. Synchronous on purpose: an AsyncLocalStorage would follow
+ * awaits too, but on Node 20 it slows every promise of the process (docs/decisions/operations.md).
+ */
+export function inviteToFirstUnit<T>(guest: UnitGuest, fn: () => T): T {
+  waitingGuest = guest;
+  try {
+    return fn();
+  } finally {
+    waitingGuest = undefined;
+  }
+}
+
+/** For UnitRunner implementations: the guest waiting for the unit being opened, taken once. */
+export function takeGuest(): UnitGuest | undefined {
+  const guest = waitingGuest;
+  waitingGuest = undefined;
+  return guest;
+}

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
-import type { IdempotencyService } from '../modules/idempotency/service.ts';
+import { inviteToFirstUnit } from '../core/unit-of-work.ts';
+import type { Hold, IdempotencyService } from '../modules/idempotency/service.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The Idempotency-Key this request claimed (set only while it holds the claim). */
-    idempotencyKey: string | null;
+    /** This request's claim on its Idempotency-Key (set only while it holds it). */
+    idempotencyHold: Hold | null;
   }
 }
 
@@ -61,28 +62,34 @@ export function documentIdempotencyKey<T extends { paths?: object }>(document: T
 /**
  * `Idempotency-Key` on the server API (register in its scope, after authentication). The claim
  * is taken after the body is validated, so a request refused before it runs (auth, rate limit,
- * validation) stores nothing, as Stripe does. The first answer is stored in the database (every
- * process sees it) and replayed with `Idempotent-Replayed: true`; a 5xx releases the key so the
- * client's retry runs, while 4xx answers are stored and replayed like successes.
+ * validation) stores nothing, as Stripe does. The handler runs with its claim invited into the
+ * first unit of work it opens (the key is recorded with the change: a retry never runs a committed
+ * change again). The first answer is stored in the database (every process sees it) and replayed
+ * with `Idempotent-Replayed: true`; a 5xx releases the key so the client's retry runs, while 4xx
+ * answers are stored and replayed like successes.
  */
 export function registerIdempotency(app: FastifyInstance, idempotency: IdempotencyService): void {
-  app.decorateRequest('idempotencyKey', null);
+  app.decorateRequest('idempotencyHold', null);
 
   app.addHook('preHandler', (req, reply, done) => {
     if (!METHODS.has(req.method) || req.headers['idempotency-key'] === undefined) return done();
     // A replayed answer is already sent: the chain stops there (no done(), as Fastify asks).
-    claim(req, reply).then((replayed) => replayed || done(), done);
+    claim(req, reply).then((hold) => {
+      if (hold === REPLAYED) return;
+      req.idempotencyHold = hold;
+      // The handler runs within done() when this is the route's last preHandler; a unit it opens
+      // before its first await takes the hold in (otherwise the hold stores itself with the answer).
+      inviteToFirstUnit(hold, done);
+    }, done);
   });
 
-  /** Claims the request's key, or replays the stored answer (true), or throws 409 / 422. */
-  async function claim(req: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+  /** Claims the request's key, or replays the stored answer, or throws 409 / 422. */
+  async function claim(req: FastifyRequest, reply: FastifyReply): Promise<Hold | typeof REPLAYED> {
     const key = keyOf(req)!;
-    const accountId = req.principal.accountId;
-    const result = await idempotency.claim(accountId, key, requestHash(req));
+    const result = await idempotency.claim(req.principal.accountId, key, requestHash(req));
     switch (result.outcome) {
       case 'claimed':
-        req.idempotencyKey = key;
-        return false;
+        return result.hold;
       case 'in_use':
         throw new AppError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry later.');
       case 'reused':
@@ -92,32 +99,34 @@ export function registerIdempotency(app: FastifyInstance, idempotency: Idempoten
         void reply.code(status).header('idempotent-replayed', 'true');
         if (contentType) void reply.type(contentType);
         void reply.send(body);
-        return true;
+        return REPLAYED;
       }
     }
   }
 
   app.addHook('onSend', async (req, reply, payload) => {
-    const key = req.idempotencyKey;
-    if (key === null) return payload;
-    req.idempotencyKey = null;
-    await settle(req.log, req.principal.accountId, key, reply, payload);
+    const hold = req.idempotencyHold;
+    if (hold === null) return payload;
+    req.idempotencyHold = null;
+    await settle(req.log, hold, reply, payload);
     return payload;
   });
+}
 
-  async function settle(log: FastifyBaseLogger, accountId: string, key: string, reply: FastifyReply, payload: unknown): Promise<void> {
-    const storable = typeof payload === 'string' || Buffer.isBuffer(payload) || payload === null || payload === undefined;
-    try {
-      if (reply.statusCode >= 500 || !storable) return await idempotency.release(accountId, key);
-      const contentType = reply.getHeader('content-type');
-      await idempotency.complete(accountId, key, {
-        status: reply.statusCode,
-        contentType: typeof contentType === 'string' ? contentType : null,
-        body: payload === null || payload === undefined ? '' : String(payload),
-      });
-    } catch (error) {
-      // The answer goes out anyway; the claim runs out with its lease (a retry then runs).
-      log.error({ err: error }, 'could not store the idempotent answer');
-    }
+const REPLAYED = Symbol('replayed');
+
+async function settle(log: FastifyBaseLogger, hold: Hold, reply: FastifyReply, payload: unknown): Promise<void> {
+  const storable = typeof payload === 'string' || Buffer.isBuffer(payload) || payload === null || payload === undefined;
+  try {
+    if (reply.statusCode >= 500 || !storable) return await hold.release();
+    const contentType = reply.getHeader('content-type');
+    await hold.complete({
+      status: reply.statusCode,
+      contentType: typeof contentType === 'string' ? contentType : null,
+      body: payload === null || payload === undefined ? '' : String(payload),
+    });
+  } catch (error) {
+    // The answer goes out anyway; a retry then gets 409 (change recorded) or, after the lease, runs.
+    log.error({ err: error }, 'could not store the idempotent answer');
   }
 }

@@ -47,7 +47,7 @@ class RedisLink {
     private readonly app: FastifyInstance,
     private readonly onFallback: () => void,
   ) {
-    this.pipeline = new TurnPipeline(redis);
+    this.pipeline = new TurnPipeline(redis as TurnClient);
     redis.on('ready', () => this.succeeded());
     redis.on('error', (error: Error) => this.failed(error));
     redis.on('close', () => this.failed(new Error('connection closed')));
@@ -78,41 +78,57 @@ class RedisLink {
 type Reply = (err: Error | null, result: unknown) => void;
 
 /**
- * What the plugin's Redis store calls, with the same commands: `rateLimit` calls of one
- * event-loop turn go out as one pipeline (one write and one read for all the requests of the
- * turn, where ioredis' auto-pipelining flushes per tick, that is per request). A socket write is
- * most of a limit's cost, so under load this divides it by the batch.
+ * The plugin's own Lua script (its Redis store defines it on the client it is given), and one
+ * that runs it for several keys in one call, each key with its own arguments: the counting is the
+ * plugin's, only the round trip is shared.
+ */
+function turnScript(): string {
+  const defined: Record<string, string> = {};
+  new RedisStore(false, false, { defineCommand: (name: string, options: { lua: string }) => (defined[name] = options.lua) });
+  const one = defined.rateLimit;
+  if (!one) throw new Error('@fastify/rate-limit: its Redis store no longer defines the rateLimit script');
+  return `local function rateLimit(KEYS, ARGV)\n${one}\nend\nlocal results = {}\nfor i = 1, #KEYS do\n  local a = 4 * (i - 1)\n  results[i] = rateLimit({KEYS[i]}, {ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]})\nend\nreturn results`;
+}
+
+type TurnClient = Redis & { rateLimitTurn(count: number, ...rest: unknown[]): void; rateLimitRead(...args: unknown[]): void };
+
+/**
+ * What the plugin's Redis store calls: the `rateLimit` calls of one event-loop turn go out as one
+ * script call carrying every key of the turn (one command, one write, one reply, one timeout timer
+ * for all the requests of the turn, where ioredis would build, time and parse a command per
+ * request). A Redis command's own cost is most of a limit's cost, so under load this divides it.
  */
 class TurnPipeline {
-  private queue: { args: unknown[]; reply: Reply }[] = [];
+  private keys: unknown[] = [];
+  private args: unknown[] = [];
+  private replies: Reply[] = [];
 
-  constructor(private readonly redis: Redis) {
-    // The plugin's store defines its Lua commands on the client it is given.
-    new RedisStore(false, false, redis);
+  constructor(private readonly redis: TurnClient) {
+    redis.defineCommand('rateLimitTurn', { lua: turnScript() });
+    new RedisStore(false, false, redis); // the plugin's read script (rateLimitRead)
   }
 
-  rateLimit(...args: unknown[]): void {
-    const reply = args.pop() as Reply;
-    this.queue.push({ args, reply });
-    if (this.queue.length === 1) setImmediate(() => this.flush());
+  /** The plugin's call: key, timeWindow, max, continueExceeding, exponentialBackoff, callback. */
+  rateLimit(key: string, timeWindow: number, max: number, continueExceeding: boolean, exponentialBackoff: boolean, reply: Reply): void {
+    this.keys.push(key);
+    this.args.push(timeWindow, max, continueExceeding, exponentialBackoff);
+    this.replies.push(reply);
+    if (this.replies.length === 1) setImmediate(this.flush);
   }
 
   rateLimitRead(...args: unknown[]): void {
-    (this.redis as unknown as Record<string, (...a: unknown[]) => void>).rateLimitRead!(...args);
+    this.redis.rateLimitRead(...args);
   }
 
-  private flush(): void {
-    const batch = this.queue;
-    this.queue = [];
-    const pipeline = this.redis.pipeline() as unknown as { rateLimit(...a: unknown[]): void; exec: ReturnType<Redis['pipeline']>['exec'] };
-    for (const { args } of batch) pipeline.rateLimit(...args);
-    pipeline.exec((error, results) => {
-      batch.forEach(({ reply }, i) => {
-        const [err, result] = results?.[i] ?? [error ?? new Error('no reply from Redis'), null];
-        reply(err, result);
-      });
+  private readonly flush = (): void => {
+    const { keys, args, replies } = this;
+    this.keys = [];
+    this.args = [];
+    this.replies = [];
+    this.redis.rateLimitTurn(keys.length, ...keys, ...args, (error: Error | null, results: unknown[] | null) => {
+      for (let i = 0; i < replies.length; i++) replies[i]!(error, error ? null : results![i]);
     });
-  }
+  };
 }
 
 function fallbackStore(link: RedisLink, keyPrefix: string): new (params: ChildOptions) => CounterStore {

@@ -1,5 +1,5 @@
 import type { DomainEvent } from '../core/events.ts';
-import type { EventBus, Unit, UnitRunner } from '../core/unit-of-work.ts';
+import { type EventBus, takeGuest, type Unit, type UnitGuest, type UnitRunner } from '../core/unit-of-work.ts';
 import type { Executor, Store } from './store.ts';
 
 /** A unit on a store: the transaction's executor, and the bus its events go to. */
@@ -23,7 +23,25 @@ export class StoreUnits implements UnitRunner {
 
   run<T>(work: (unit: Unit) => Promise<T>, outer?: Unit): Promise<T> {
     if (outer) return work(outer);
+    const guest = takeGuest();
+    if (guest) return this.withGuest(guest, work);
     return this.store.write((tx) => work(new StoreUnit(tx, this.bus)));
+  }
+
+  /** A new unit whose first statements are the guest's (see inviteToFirstUnit). */
+  private async withGuest<T>(guest: UnitGuest, work: (unit: Unit) => Promise<T>): Promise<T> {
+    let committed = false;
+    try {
+      const value = await this.store.write(async (tx) => {
+        const unit = new StoreUnit(tx, this.bus);
+        await guest.enter(unit);
+        return work(unit);
+      });
+      committed = true;
+      return value;
+    } finally {
+      guest.settled(committed);
+    }
   }
 }
 

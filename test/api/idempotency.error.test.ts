@@ -70,4 +70,36 @@ forEachStore('Idempotency-Key errors', (kind) => {
     expect((await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 'x' } })).status).toBe(400);
     expect((await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 1 } })).status).toBe(200);
   });
+
+  it('records the key in the creation\'s own unit: when its answer cannot be stored, a retry is 409 and never creates again', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    const headers = { ...t.auth, 'idempotency-key': 'answer-lost' };
+    const json = { productId: p.id, type: 'perpetual', maxDevices: 1 };
+    const repo = (ctx.services.idempotency as unknown as { repo: { save: () => Promise<void> } }).repo;
+    const save = repo.save;
+    repo.save = async () => {
+      throw new Error('disk full');
+    };
+    try {
+      expect((await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json })).status).toBe(200);
+    } finally {
+      repo.save = save;
+    }
+    const retry = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json });
+    expect(retry.status).toBe(409);
+    expect(retry.body.error.code).toBe('idempotency_key_in_use');
+    expect(await licensesOf(t.userId)).toHaveLength(1);
+  });
+
+  it('a creation refused inside its unit (404) records nothing there: its answer is stored on its own and replayed', async () => {
+    const t = await createTenant(ctx);
+    const headers = { ...t.auth, 'idempotency-key': 'refused-in-unit' };
+    const json = { productId: 'prod_missing', type: 'perpetual', maxDevices: 1 };
+    expect((await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json })).status).toBe(404);
+    const [row] = await ctx.store.read.all(ctx.store.db.selectFrom('idempotency_keys').select(['response_status']).where('account_id', '=', t.userId));
+    expect(row).toEqual({ response_status: 404 });
+    expect((await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json })).headers['idempotent-replayed']).toBe('true');
+  });
 });
+

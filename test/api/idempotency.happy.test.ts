@@ -93,23 +93,43 @@ forEachStore('Idempotency-Key', (kind) => {
     expect(await licensesOf(t.userId)).toHaveLength(1);
   });
 
-  it('expires keys after 24 hours (a later request runs anew) and purges them; a dead claim is taken over after its lease', async () => {
+  it('expires keys after 24 hours (a later request runs anew) and purges them', async () => {
     const t = await createTenant(ctx);
     let now = 1_800_000_000_000;
     const service = new IdempotencyService(new SqlIdempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now);
-    expect(await service.claim(t.userId, 'k', 'h1')).toEqual({ outcome: 'claimed' });
+    const first = await service.claim(t.userId, 'k', 'h1');
+    expect(first.outcome).toBe('claimed');
     expect(await service.claim(t.userId, 'k', 'h1')).toEqual({ outcome: 'in_use' });
-    now += 5 * 60_000; // the first holder died: its lease ran out
-    expect(await service.claim(t.userId, 'k', 'h1')).toEqual({ outcome: 'claimed' });
-    await service.complete(t.userId, 'k', { status: 200, contentType: 'application/json', body: '{}' });
+    if (first.outcome === 'claimed') await first.hold.complete({ status: 200, contentType: 'application/json', body: '{}' });
+    expect(await service.claim(t.userId, 'k', 'h1')).toEqual({ outcome: 'replay', response: { status: 200, contentType: 'application/json', body: '{}' } });
     now += 24 * 60 * 60_000 - 1;
     expect(await service.claim(t.userId, 'k', 'h2')).toEqual({ outcome: 'reused' });
     now += 1;
-    expect(await service.claim(t.userId, 'k', 'h2')).toEqual({ outcome: 'claimed' });
-    await service.claim(t.userId, 'other', 'h');
+    expect((await service.claim(t.userId, 'k', 'h2')).outcome).toBe('claimed');
+    const other = await service.claim(t.userId, 'other', 'h');
+    if (other.outcome === 'claimed') await other.hold.complete({ status: 200, contentType: null, body: '' });
     now += 24 * 60 * 60_000;
     // Other suites' keys (real clock) expire too at this time: at least this account's two go.
     expect(await service.purgeExpired()).toBeGreaterThanOrEqual(2);
     expect(await ctx.store.read.all(ctx.store.db.selectFrom('idempotency_keys').selectAll().where('account_id', '=', t.userId))).toEqual([]);
+  });
+
+  it('a claim whose process died is taken over after its lease, unless its change was recorded: that one never runs again', async () => {
+    const t = await createTenant(ctx);
+    let now = 1_800_000_000_000;
+    // A service per "process": a new one knows nothing of the claims the dead one held in memory.
+    const process = () => new IdempotencyService(new SqlIdempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now);
+    const dead = await process().claim(t.userId, 'not-run', 'h');
+    expect(dead.outcome).toBe('claimed');
+    const ran = await process().claim(t.userId, 'ran', 'h');
+    if (ran.outcome !== 'claimed') throw new Error('not claimed');
+    // Its change committed with the key recorded in the same unit; the process died before the answer.
+    await ctx.services.units.run(async (unit) => ran.hold.enter(unit));
+    now += 5 * 60_000;
+    const after = process();
+    expect((await after.claim(t.userId, 'not-run', 'h')).outcome).toBe('claimed');
+    expect(await after.claim(t.userId, 'ran', 'h')).toEqual({ outcome: 'in_use' });
+    now += 24 * 60 * 60_000;
+    expect((await after.claim(t.userId, 'ran', 'h')).outcome).toBe('claimed');
   });
 });

@@ -74,6 +74,17 @@ describe('rate limits through Redis', () => {
     expect(await redis.keys(`${prefix}*`)).toEqual([`${prefix}public|127.0.0.1|/api/v1/public/licenses/validate`]);
   });
 
+  it('requests of one event-loop turn, counted in one script call for all their keys, are each counted exactly once', async () => {
+    const app = await newApp();
+    // Another client address: its own counter, beside the shared one of the test above.
+    const from = (ip: string) => app.inject({ method: 'POST', url: '/api/v1/public/licenses/validate', remoteAddress: ip, payload: { licenseKey: 'AAAAA-BBBBB-CCCCC-DDDDD-EEEEE', productId: 'p_x' } });
+    const answers = await Promise.all([...Array.from({ length: 6 }, () => from('10.0.0.1')), from('10.0.0.2'), from('10.0.0.2')]);
+    const first = answers.slice(0, 6);
+    expect(first.map((r) => r.statusCode).sort()).toEqual([400, 400, 400, 400, 429, 429]);
+    expect(first.map((r) => r.headers['ratelimit-remaining']).sort()).toEqual(['0', '0', '0', '1', '2', '3']);
+    expect(answers.slice(6).map((r) => r.headers['ratelimit-remaining']).sort()).toEqual(['2', '3']);
+  });
+
   it('portal limits (route config) are counted in Redis too, under their route', async () => {
     const app = await newApp();
     const res = await app.inject({ method: 'GET', url: '/portal/request' });

@@ -1,3 +1,4 @@
+import type { Unit, UnitGuest } from '../../core/unit-of-work.ts';
 import type { Executor } from '../../storage/store.ts';
 
 /** A stored first answer, replayed byte for byte. */
@@ -7,66 +8,168 @@ export interface StoredResponse {
   body: string;
 }
 
+/** What the store holds for a key: a null response means its request has not finished (or lost its answer in a crash). */
+export interface KeyRow {
+  accountId: string;
+  key: string;
+  hash: string;
+  response: StoredResponse | null;
+  lockedUntil: number;
+  expiresAt: number;
+}
+
 export type Claim =
-  | { outcome: 'claimed' }
+  | { outcome: 'claimed'; hold: Hold }
   | { outcome: 'replay'; response: StoredResponse }
   | { outcome: 'in_use' }
   | { outcome: 'reused' };
 
 export interface IdempotencyRepository {
+  /**
+   * True when the store admits one server process only (SQLite: the data directory's lock), so
+   * requests in flight are known in memory and need no claim row until their change commits.
+   */
+  readonly singleProcess: boolean;
   /** Inserts the claim; true when this call's insert won (a concurrent one does nothing). */
-  insert(tx: Executor, row: { accountId: string; key: string; hash: string; lockedUntil: number; expiresAt: number }): Promise<boolean>;
+  insert(tx: Executor, row: KeyRow): Promise<boolean>;
   /** Takes over an expired key or a claim whose holder died (lease run out); true when it won. */
-  takeOver(tx: Executor, row: { accountId: string; key: string; hash: string; lockedUntil: number; expiresAt: number }, now: number): Promise<boolean>;
-  find(tx: Executor, accountId: string, key: string): Promise<{ hash: string; response: StoredResponse | null } | undefined>;
-  complete(accountId: string, key: string, response: StoredResponse): Promise<void>;
-  release(accountId: string, key: string): Promise<void>;
+  takeOver(tx: Executor, row: KeyRow, now: number): Promise<boolean>;
+  /** The key's row, inside `tx` or (without) as committed. */
+  find(tx: Executor | undefined, accountId: string, key: string): Promise<KeyRow | undefined>;
+  /** Writes the key's row whatever is there (its holder's right): the record of a change, or the answer. */
+  put(tx: Executor, row: KeyRow): Promise<void>;
+  /** `put` inside a unit of work. */
+  putIn(unit: Unit, row: KeyRow): Promise<void>;
+  /** `put` in a unit of its own. */
+  save(row: KeyRow): Promise<void>;
+  /** Deletes the key unless it holds an answer. */
+  release(tx: Executor, accountId: string, key: string): Promise<void>;
   purgeExpired(now: number, limit: number): Promise<number>;
 }
 
 export const KEY_LIFETIME_MS = 24 * 60 * 60_000;
-/** A claim still in flight this long is taken to be from a process that died; a retry may run. */
+/** A claim still in flight this long, its change not recorded, is taken to be from a process that died; a retry may run. */
 export const CLAIM_LEASE_MS = 5 * 60_000;
-
-/**
- * Idempotency-Key: the first request with a key claims it (an insert that wins once, however many
- * processes race), later ones with the same request replay its answer, with another request are
- * refused, and while it runs are told to wait. Keys are per account and live 24 hours.
- */
 export const IDEMPOTENCY_PURGE_BATCH = 1000;
 
+type Write = <T>(work: (tx: Executor) => Promise<T>) => Promise<T>;
+
+/**
+ * Idempotency-Key: the first request with a key claims it, later ones with the same request
+ * replay its answer, with another request are refused, and while it runs are told to wait. Keys
+ * are per account and live 24 hours.
+ *
+ * The claim is exclusive across processes: on PostgreSQL a claim row inserted before the request
+ * runs (the insert wins once); on SQLite, whose data directory admits one server process, a set of
+ * the keys in flight in this process (no write). Either way the request's first unit of work
+ * records the key with its change (`Hold` is that unit's guest), so once the change is committed a
+ * retry never runs it again, even if the process dies before the answer is stored.
+ */
 export class IdempotencyService {
+  private readonly inFlight = new Set<string>();
+
   constructor(
     private readonly repo: IdempotencyRepository,
-    private readonly write: <T>(work: (tx: Executor) => Promise<T>) => Promise<T>,
+    private readonly write: Write,
     private readonly clock: () => number,
   ) {}
 
   claim(accountId: string, key: string, hash: string): Promise<Claim> {
     const now = this.clock();
-    const row = { accountId, key, hash, lockedUntil: now + CLAIM_LEASE_MS, expiresAt: now + KEY_LIFETIME_MS };
+    const row: KeyRow = { accountId, key, hash, response: null, lockedUntil: now + CLAIM_LEASE_MS, expiresAt: now + KEY_LIFETIME_MS };
+    return this.repo.singleProcess ? this.claimInProcess(row, now) : this.claimInStore(row, now);
+  }
+
+  private claimInStore(row: KeyRow, now: number): Promise<Claim> {
     return this.write(async (tx): Promise<Claim> => {
-      if (await this.repo.insert(tx, row)) return { outcome: 'claimed' };
-      if (await this.repo.takeOver(tx, row, now)) return { outcome: 'claimed' };
-      const existing = await this.repo.find(tx, accountId, key);
+      if ((await this.repo.insert(tx, row)) || (await this.repo.takeOver(tx, row, now))) return { outcome: 'claimed', hold: new Hold(this, row, true) };
       // Released between our insert and this read (its request failed): a retry may claim it.
-      if (!existing) return { outcome: 'in_use' };
-      if (existing.hash !== hash) return { outcome: 'reused' };
-      return existing.response ? { outcome: 'replay', response: existing.response } : { outcome: 'in_use' };
+      return verdict(await this.repo.find(tx, row.accountId, row.key), row.hash, now) ?? { outcome: 'in_use' };
     });
   }
 
-  complete(accountId: string, key: string, response: StoredResponse): Promise<void> {
-    return this.repo.complete(accountId, key, response);
+  private async claimInProcess(row: KeyRow, now: number): Promise<Claim> {
+    const id = `${row.accountId}\n${row.key}`;
+    if (this.inFlight.has(id)) return { outcome: 'in_use' };
+    this.inFlight.add(id);
+    let claim: Claim | undefined;
+    try {
+      claim = verdict(await this.repo.find(undefined, row.accountId, row.key), row.hash, now);
+    } finally {
+      if (claim !== undefined) this.inFlight.delete(id);
+    }
+    return claim ?? { outcome: 'claimed', hold: new Hold(this, row, false, () => this.inFlight.delete(id)) };
   }
 
-  /** Forgets a claim whose request failed on the server's side, so the client's retry runs. */
-  release(accountId: string, key: string): Promise<void> {
-    return this.repo.release(accountId, key);
+  /** @internal Hold's writes: in the request's unit, or on their own. */
+  record(row: KeyRow, unit: Unit): Promise<void> {
+    return this.repo.putIn(unit, row);
+  }
+
+  /** @internal */
+  save(row: KeyRow): Promise<void> {
+    return this.repo.save(row);
+  }
+
+  /** @internal */
+  releaseRow(row: KeyRow): Promise<void> {
+    return this.write((tx) => this.repo.release(tx, row.accountId, row.key));
   }
 
   /** Deletes up to `limit` expired keys; returns how many (the outbox worker's hourly housekeeping calls it). */
   purgeExpired(limit = IDEMPOTENCY_PURGE_BATCH): Promise<number> {
     return this.repo.purgeExpired(this.clock(), limit);
+  }
+}
+
+/** What an existing row means for a new request with `hash`; undefined: the request may run. */
+function verdict(existing: KeyRow | undefined, hash: string, now: number): Claim | undefined {
+  if (!existing || existing.expiresAt <= now) return undefined;
+  if (existing.hash !== hash) return { outcome: 'reused' };
+  if (existing.response) return { outcome: 'replay', response: existing.response };
+  // In flight, or its change committed without an answer (lease = expiry): never run twice.
+  return existing.lockedUntil <= now ? undefined : { outcome: 'in_use' };
+}
+
+/**
+ * One request's claim on its key, from the claim to the stored answer. As the guest of the
+ * request's first unit it records the key in it, leased until the key expires: the change and
+ * the record commit together.
+ */
+export class Hold implements UnitGuest {
+  private recorded = false;
+
+  constructor(
+    private readonly service: IdempotencyService,
+    private readonly row: KeyRow,
+    /** A claim row is in the store (PostgreSQL) from before the request ran. */
+    private readonly stored: boolean,
+    private readonly done: () => void = () => {},
+  ) {}
+
+  enter(unit: Unit): Promise<void> {
+    return this.service.record({ ...this.row, lockedUntil: this.row.expiresAt }, unit);
+  }
+
+  settled(committed: boolean): void {
+    this.recorded = committed;
+  }
+
+  /** Stores the answer (durably, before it is sent: a retry gets exactly what the client got). */
+  async complete(response: StoredResponse): Promise<void> {
+    try {
+      await this.service.save({ ...this.row, response, lockedUntil: this.row.expiresAt });
+    } finally {
+      this.done();
+    }
+  }
+
+  /** Forgets the key after a failure on the server's side, so the client's retry runs. */
+  async release(): Promise<void> {
+    try {
+      if (this.stored || this.recorded) await this.service.releaseRow(this.row);
+    } finally {
+      this.done();
+    }
   }
 }

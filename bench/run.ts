@@ -310,6 +310,27 @@ async function runScenarios(store: StoreKind, children: Awaited<ReturnType<typeo
   return results;
 }
 
+/**
+ * Waits until the server has sent what the scenarios queued (the purchase e-mails of a saturation
+ * run are thousands): the next server on the same database would otherwise work them off during
+ * its own scenarios and charge them to those.
+ */
+async function drainOutbox(baseUrl: string, what: string): Promise<void> {
+  const started = Date.now();
+  const pending = async () => {
+    const text = await (await fetch(`${baseUrl}/metrics`)).text();
+    return [...text.matchAll(/^tessera_outbox_jobs\{[^}]*status="pending"[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+  };
+  let left = await pending();
+  if (left === 0) return;
+  say(`  waiting for the outbox to send ${left} queued jobs${what}`);
+  while (left > 0 && Date.now() - started < 300_000) {
+    await new Promise((r) => setTimeout(r, 1000));
+    left = await pending();
+  }
+  say(`  outbox ${left === 0 ? 'drained' : `still has ${left} jobs`} after ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
 async function runStore(store: StoreKind, count: number): Promise<void> {
   await withTarget(store, async (target) => {
     const started = Date.now();
@@ -324,6 +345,7 @@ async function runStore(store: StoreKind, count: number): Promise<void> {
         try {
           if (receiver) await subscribe(children[0]!.baseUrl, fixture, receiver.url);
           const results = await runScenarios(store, children, fixture, what);
+          await drainOutbox(children[0]!.baseUrl, what);
           if (receiver) say(`  webhook deliveries received during the scenarios${what}: ${receiver.received()}`);
           const hwm = children.map((c) => c.memory().hwmMiB);
           peaks.push({ label: `${name}, ${count.toLocaleString('en-US')} licenses${what}`, hwmMiB: Math.max(...hwm) });

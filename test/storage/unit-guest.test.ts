@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { EventBus, inviteToFirstUnit, type Unit, type UnitGuest } from '../../src/core/unit-of-work.ts';
+import { expect, it } from 'vitest';
+import { inviteToFirstUnit, type Unit, type UnitGuest } from '../../src/core/unit-of-work.ts';
 import type { Store } from '../../src/storage/index.ts';
-import { StoreUnits, executorOf } from '../../src/storage/unit-of-work.ts';
-import { createTestDatabase, forEachStore, type TestDatabase } from '../support/stores.ts';
+import { executorOf } from '../../src/storage/unit-of-work.ts';
+import { forEachStore, useUnits } from '../support/stores.ts';
 
 const account = (store: Store, email: string) =>
   store.db.insertInto('accounts').values({ id: randomUUID(), email, password_hash: 'x', plan: 'free', created_at: Date.now() });
@@ -24,16 +24,7 @@ function guest(store: Store, email: string) {
 }
 
 forEachStore('a unit guest (inviteToFirstUnit)', (kind) => {
-  const ctx = {} as { database: TestDatabase; store: Store; units: StoreUnits };
-  beforeAll(async () => {
-    ctx.database = await createTestDatabase(kind);
-    ctx.store = await ctx.database.open();
-    ctx.units = new StoreUnits(ctx.store, new EventBus());
-  });
-  afterAll(async () => {
-    await ctx.store?.close();
-    await ctx.database?.drop();
-  });
+  const ctx = useUnits(kind);
 
   it('rides in the first unit opened synchronously, before its work, and commits with it', async () => {
     const { g, seen } = guest(ctx.store, 'guest-commit@example.com');

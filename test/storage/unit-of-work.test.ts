@@ -1,25 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isLicenseEvent } from '../../src/core/events.ts';
 import { EventBus } from '../../src/core/unit-of-work.ts';
 import type { Store } from '../../src/storage/index.ts';
 import { UnitMisuseError } from '../../src/storage/store.ts';
 import { StoreUnits, executorOf } from '../../src/storage/unit-of-work.ts';
-import { createTestDatabase, forEachStore, type TestDatabase } from '../support/stores.ts';
-
-function useStore(kind: 'sqlite' | 'postgres') {
-  const ctx = {} as { database: TestDatabase; store: Store; units: StoreUnits };
-  beforeAll(async () => {
-    ctx.database = await createTestDatabase(kind);
-    ctx.store = await ctx.database.open();
-    ctx.units = new StoreUnits(ctx.store, new EventBus());
-  });
-  afterAll(async () => {
-    await ctx.store?.close();
-    await ctx.database?.drop();
-  });
-  return ctx;
-}
+import { forEachStore, useUnits } from '../support/stores.ts';
 
 const account = (store: Store, email: string) =>
   store.db.insertInto('accounts').values({ id: randomUUID(), email, password_hash: 'x', plan: 'free', created_at: Date.now() });
@@ -29,7 +15,7 @@ const exists = async (store: Store, email: string) =>
 // On SQLite a unit runs inside a group-commit batch: awaiting anything but its own statements
 // would stall every read and write of the process. It must fail at once, naming the cause.
 describe('unit of work misuse on SQLite', () => {
-  const ctx = useStore('sqlite');
+  const ctx = useUnits('sqlite');
 
   it('fails a unit that reads through the store instead of the unit, at once, and the batch goes on', async () => {
     const started = Date.now();
@@ -79,7 +65,7 @@ describe('unit of work misuse on SQLite', () => {
 });
 
 forEachStore('unit of work', (kind) => {
-  const ctx = useStore(kind);
+  const ctx = useUnits(kind);
 
   it('joins the caller unit: every write in it commits together or not at all', async () => {
     const both = (suffix: string, fail: boolean) =>

@@ -5,8 +5,10 @@ import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
-import { describe } from 'vitest';
+import { afterAll, beforeAll, describe } from 'vitest';
+import { EventBus } from '../../src/core/unit-of-work.ts';
 import { openStore, type Store } from '../../src/storage/index.ts';
+import { StoreUnits } from '../../src/storage/unit-of-work.ts';
 
 export type StoreKind = 'sqlite' | 'postgres';
 
@@ -76,4 +78,19 @@ export function rawKysely(kind: StoreKind, database: TestDatabase): Kysely<any> 
   return kind === 'sqlite'
     ? new Kysely({ dialect: new SqliteDialect({ database: new BetterSqlite3(join(database.env.DATA_DIR, 'tessera.db')) }) })
     : new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.env.DATABASE_URL }) }) });
+}
+
+/** A fresh store of `kind` for the enclosing suite, with units of work over it (no subscribers). */
+export function useUnits(kind: StoreKind): { database: TestDatabase; store: Store; units: StoreUnits } {
+  const ctx = {} as { database: TestDatabase; store: Store; units: StoreUnits };
+  beforeAll(async () => {
+    ctx.database = await createTestDatabase(kind);
+    ctx.store = await ctx.database.open();
+    ctx.units = new StoreUnits(ctx.store, new EventBus());
+  });
+  afterAll(async () => {
+    await ctx.store?.close();
+    await ctx.database?.drop();
+  });
+  return ctx;
 }

@@ -3,6 +3,7 @@ import type { LicenseStatus } from '../../core/license-status.ts';
 import type { Principal } from '../../core/principal.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { SecretBox } from '../../core/secret-box.ts';
+import { TurnBatch } from '../../core/turn-batch.ts';
 import type { ProductService } from '../products/service.ts';
 import { failureError } from '../licenses/checks.ts';
 import type { ActivationSeal, LicenseService } from '../licenses/service.ts';
@@ -84,6 +85,8 @@ export interface LicenseTokenServiceOptions {
  */
 export class LicenseTokenService implements TokenIssuer {
   private readonly signers: SignerCache;
+  /** Refreshes are signed together, per event-loop turn. */
+  private readonly signatures = new TurnBatch();
   private readonly clock: () => number;
 
   constructor(
@@ -156,7 +159,10 @@ export class LicenseTokenService implements TokenIssuer {
     return (activation) => signers.get(activation.license.productId)?.sign(activation, this.clock());
   }
 
-  /** Token refresh: the validation checks (one list, in licenses/checks.ts), then a fresh token and the status it carries. */
+  /**
+   * Token refresh: the validation checks (one list, in licenses/checks.ts), then a fresh token and
+   * the status it carries, signed with the other refreshes of this event-loop turn (TurnBatch).
+   */
   async refresh(licenseKey: string, productId: string | string[], deviceIdentifier: string): Promise<{ token: string; status: LicenseStatus }> {
     const result = await this.licenses.publicValidate(licenseKey, productId, deviceIdentifier);
     if (!result.isValid) throw failureError(result.reason);
@@ -164,7 +170,7 @@ export class LicenseTokenService implements TokenIssuer {
     const cached = this.signers.get(result.license.productId);
     const signer = cached instanceof Promise ? await cached : cached;
     if (!signer) throw new AppError('license_tokens_disabled', 'License tokens are not enabled for this product.');
-    return { token: signer.sign(result, this.clock()), status: result.status };
+    return { token: await this.signatures.run(() => signer.sign(result, this.clock())), status: result.status };
   }
 
   private async copyable(principal: Principal, sourceId: string): Promise<KeyPairMaterial> {

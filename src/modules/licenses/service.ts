@@ -5,6 +5,7 @@ import { generateLicenseKey, normalizeLicenseKey } from '../../core/license-key.
 import type { LicenseStatus } from '../../core/license-status.ts';
 import { type Actor, PUBLIC_ACTOR, type Principal } from '../../core/principal.ts';
 import { parseTimestamp } from '../../core/time.ts';
+import { TurnBatch } from '../../core/turn-batch.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { ProductService } from '../products/service.ts';
 import { evaluate, type Failure, failureError } from './checks.ts';
@@ -205,6 +206,9 @@ function changesOf(before: LicenseRecord, fields: LicenseFields): LicenseChanges
  * writes in one unit, so concurrent activations never exceed maxDevices.
  */
 export class LicenseService {
+  /** Public validations (and token refreshes) look their licenses up together, per event-loop turn. */
+  private readonly lookups = new TurnBatch();
+
   constructor(
     private readonly repo: LicenseRepository,
     private readonly units: UnitRunner,
@@ -444,8 +448,9 @@ export class LicenseService {
   }
 
   async publicValidate(rawKey: string, productId: string | string[], deviceIdentifier: string): Promise<PublicValidation> {
+    const key = normalizeLicenseKey(rawKey);
     const identifier = cleanIdentifier(deviceIdentifier);
-    const row = await this.repo.findForValidation(normalizeLicenseKey(rawKey), identifier);
+    const row = await this.lookups.run(() => this.repo.findForValidation(key, identifier));
     const verdict = evaluate(
       { license: row?.license, fallbackEnabled: row?.fallbackEnabled ?? false, deviceActive: row?.device != null },
       { productIds: toProductIds(productId), requireActiveDevice: true, now: this.clock() },

@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest } from './migrations/index.ts';
 import type { Database } from './schema.ts';
-import { type Executor, type Statement, type Store, toSqlQuery } from './store.ts';
+import { type Executor, type Statement, type Store, toSqlQuery, type WriteOptions } from './store.ts';
 
 // bigint columns hold epoch milliseconds and counts: well inside Number's exact range.
 const types = {
@@ -47,11 +47,12 @@ export class PostgresStore implements Store {
     return store;
   }
 
-  async write<T>(work: (tx: Executor) => Promise<T>): Promise<T> {
+  async write<T>(work: (tx: Executor) => Promise<T>, options?: WriteOptions): Promise<T> {
+    const begin = options?.awaitSync === false ? 'BEGIN; SET LOCAL synchronous_commit TO OFF' : 'BEGIN';
     for (let attempt = 1; ; attempt++) {
       const client = await this.pool.connect();
       try {
-        await client.query('BEGIN');
+        await client.query(begin);
         const result = await work(executorFor(client));
         await client.query('COMMIT');
         return result;

@@ -4,7 +4,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { migrateToLatest } from './migrations/index.ts';
 import type { Database } from './schema.ts';
-import { type Executor, type Statement, type Store, toSqlQuery, UnitMisuseError } from './store.ts';
+import { type Executor, type Statement, type Store, toSqlQuery, UnitMisuseError, type WriteOptions } from './store.ts';
 import { WalSync } from './wal-sync.ts';
 
 const STATEMENT_CACHE_LIMIT = 500;
@@ -46,6 +46,8 @@ function rowBuilder(columns: string[]): (values: unknown[]) => unknown {
 
 interface Job {
   work: (tx: Executor) => Promise<unknown>;
+  /** Answered after the batch's sync (false: once committed, WriteOptions). */
+  awaitSync: boolean;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -86,7 +88,7 @@ class UnitExecutor implements Executor {
 
   async first<R>(query: Statement<R>): Promise<R | undefined> {
     this.guard();
-    return this.store.runAll(query)[0];
+    return this.store.runFirst(query);
   }
 
   async run(query: Statement<unknown>): Promise<number> {
@@ -97,11 +99,12 @@ class UnitExecutor implements Executor {
 
 /**
  * The embedded store: one better-sqlite3 connection in WAL mode, and an acknowledged write survives
- * power loss. Writes are group-committed: every unit of work queued while the previous batch ran is
- * executed in one transaction (a savepoint each, so one failing unit rolls back alone) and made
- * durable by an fsync before any of them is answered. The fsync runs off the main thread (WalSync,
- * docs/decisions/sqlite-wal-sync.md): the next batch runs meanwhile, and reads may see a batch's
- * rows between its commit and its fsync (rows that a power loss in that window would take away).
+ * power loss. Writes are group-committed: every unit of work queued while the previous batch and
+ * its fsync ran is executed in one transaction (a savepoint each, so one failing unit rolls back
+ * alone) and made durable by an fsync before any of them is answered. The fsync runs off the main
+ * thread (WalSync, docs/decisions/sqlite-wal-sync.md): requests and reads go on meanwhile, and reads
+ * may see a batch's rows between its commit and its fsync (rows that a power loss in that window
+ * would take away).
  */
 export class SqliteStore implements Store {
   readonly dialect = 'sqlite' as const;
@@ -172,16 +175,30 @@ export class SqliteStore implements Store {
     this.conn.pragma('synchronous = NORMAL');
   }
 
-  write<T>(work: (tx: Executor) => Promise<T>): Promise<T> {
+  write<T>(work: (tx: Executor) => Promise<T>, options?: WriteOptions): Promise<T> {
     if (this.closed) return Promise.reject(new Error('Store is closed'));
     if (this.sync?.failure) return Promise.reject(this.sync.failure);
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ work, awaitSync: options?.awaitSync ?? true, resolve: resolve as (v: unknown) => void, reject });
       if (!this.flushing) {
         this.flushing = true;
-        setImmediate(() => void this.flush());
+        this.scheduleFlush();
       }
     });
+  }
+
+  /**
+   * Runs the queued units as one batch on the next turn, or, while a sync is in flight, once it
+   * has completed: a batch committed during a sync could not be answered before the next sync
+   * anyway (but for `awaitSync: false` units, which then wait one sync more), so waiting for it puts
+   * every unit queued meanwhile into one batch and one COMMIT
+   * (fewer, larger batches: a batch's fixed cost and the WAL frames of the pages its units share
+   * are paid once for all of them).
+   */
+  private scheduleFlush(): void {
+    const next = () => setImmediate(() => void this.flush());
+    if (this.sync?.busy) void this.sync.drained().then(next);
+    else next();
   }
 
   private async flush(): Promise<void> {
@@ -213,15 +230,18 @@ export class SqliteStore implements Store {
     }
     this.endBatch();
     // Failed units wait too: what failed them may have been read from a commit not yet durable.
-    const answer = (syncError?: Error) =>
+    const answer = (awaitSync: boolean, syncError?: Error) =>
       jobs.forEach((job, i) => {
+        if (job.awaitSync !== awaitSync) return;
         const outcome = outcomes[i]!;
         if (syncError) job.reject(syncError);
         else if (outcome.ok) job.resolve(outcome.value);
         else job.reject(outcome.value);
       });
-    if (this.sync) this.sync.after(answer);
-    else answer();
+    answer(false);
+    // The batch is synced even when no unit waits for it: "soon after" (WriteOptions) holds.
+    if (this.sync) this.sync.after((error) => answer(true, error));
+    else answer(true);
     this.afterFlush();
   }
 
@@ -274,7 +294,7 @@ export class SqliteStore implements Store {
   }
 
   private afterFlush(): void {
-    if (this.queue.length > 0) setImmediate(() => void this.flush());
+    if (this.queue.length > 0) this.scheduleFlush();
     else this.flushing = false;
   }
 

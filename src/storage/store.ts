@@ -25,6 +25,17 @@ export interface Executor {
   run(query: Statement<unknown>): Promise<number>;
 }
 
+export interface WriteOptions {
+  /**
+   * false: answered once committed, without waiting for its sync to disk, which the store makes
+   * soon after anyway (SQLite's next WAL sync; PostgreSQL's WAL writer, `synchronous_commit=off`).
+   * Survives the server process's death, not a power loss or database crash in the few
+   * milliseconds before that sync. Only for rows whose loss then is harmless (idempotency claims
+   * and stored answers: docs/decisions/operations.md, "Idempotency-Key"). Default true.
+   */
+  awaitSync?: boolean;
+}
+
 /**
  * The storage layer's one interface. `db` only builds SQL (and runs migrations); statements are
  * executed through `read` or inside `write`, so both stores share every repository.
@@ -39,7 +50,7 @@ export interface Store {
    * executor: a unit still pending after its event-loop turn fails with UnitMisuseError.
    * On PostgreSQL each unit is its own transaction. `read` sees committed rows only, on both.
    */
-  write<T>(work: (tx: Executor) => Promise<T>): Promise<T>;
+  write<T>(work: (tx: Executor) => Promise<T>, options?: WriteOptions): Promise<T>;
   /** Row locks for read-check-write units: `FOR UPDATE` on PostgreSQL; SQLite's writer is exclusive anyway. */
   readonly lockRows: boolean;
   ping(): Promise<void>;

@@ -62,6 +62,11 @@ export class WalSync {
     }
   }
 
+  /** A sync is in flight: a batch committed now would wait for the next one anyway. */
+  get busy(): boolean {
+    return this.running;
+  }
+
   private start(): void {
     const covered = this.waiting;
     this.waiting = [];

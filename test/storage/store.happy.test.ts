@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Store } from '../../src/storage/index.ts';
+import type { WriteOptions } from '../../src/storage/store.ts';
 import { createTestDatabase, forEachStore, type TestDatabase } from '../support/stores.ts';
 
 // The executor contract the repositories rely on, on both stores. On SQLite reads share one
@@ -23,10 +24,8 @@ forEachStore('store executor', (kind) => {
     await database.drop();
   });
 
-  const insertAccount = (s: Store, email: string) =>
-    s.write((tx) =>
-      tx.run(s.db.insertInto('accounts').values({ id: randomUUID(), email, password_hash: 'x', plan: 'free', created_at: Date.now() })),
-    );
+  const insertAccount = (s: Store, email: string, options?: WriteOptions) =>
+    s.write((tx) => tx.run(s.db.insertInto('accounts').values({ id: randomUUID(), email, password_hash: 'x', plan: 'free', created_at: Date.now() })), options);
   const byEmail = (s: Store, email: string) => s.read.first(s.db.selectFrom('accounts').select(['email', 'plan as tier']).where('email', '=', email));
 
   it('answers a read and a write issued in the same turn, and the next read sees the write', async () => {
@@ -75,6 +74,17 @@ forEachStore('store executor', (kind) => {
     expect(undoneSeen).toBeUndefined();
     expect(await byEmail(store, kept)).toMatchObject({ email: kept });
     expect(await byEmail(store, undone)).toBeUndefined();
+  });
+
+  it('makes a write with awaitSync: false visible to another process once answered; on PostgreSQL it alone commits asynchronously', async () => {
+    expect(await insertAccount(store, 'unsynced@example.com', { awaitSync: false })).toBe(1);
+    expect(await byEmail(other, 'unsynced@example.com')).toEqual({ email: 'unsynced@example.com', tier: 'free' });
+    await new Promise((resolve) => setImmediate(resolve)); // ends `other`'s read of this turn (SQLite)
+    if (kind !== 'postgres') return;
+    const setting = (options?: WriteOptions) =>
+      store.write((tx) => tx.first<{ v: string }>({ sql: "select current_setting('synchronous_commit') as v", parameters: [] }), options);
+    expect((await setting({ awaitSync: false }))!.v).toBe('off');
+    expect((await setting())!.v).toBe('on'); // SET LOCAL: the pooled connection is back to the default
   });
 
   it('commits a write run outside a unit of work before answering', async () => {

@@ -69,12 +69,17 @@ describe('SQLite store with the sync off the main thread', () => {
   const insert = (store: SqliteStore, email: string) =>
     store.write((tx) => tx.run(store.db.insertInto('accounts').values({ id: randomUUID(), email, password_hash: 'x', plan: 'free', created_at: Date.now() })));
   const count = async (store: SqliteStore) => Number((await store.read.first(store.db.selectFrom('accounts').select((eb) => eb.fn.countAll().as('n'))))!.n);
-
-  it('answers a batch only after its sync, and what it wrote is there after a reopen', async () => {
+  /** A store in a new directory whose syncs the test completes by hand (`pending`). */
+  const openWithManualSync = async () => {
     const dir = tempDir();
     const store = await SqliteStore.open(dir);
     const { sync, pending } = manualSync();
     (store as unknown as { sync: WalSync }).sync = new WalSync(join(dir, 'tessera.db-wal'), sync);
+    return { dir, store, pending };
+  };
+
+  it('answers a batch only after its sync, and what it wrote is there after a reopen', async () => {
+    const { dir, store, pending } = await openWithManualSync();
     let answered = false;
     const write = insert(store, 'a@example.com').then(() => (answered = true));
     while (pending.length === 0) await settled();
@@ -88,15 +93,46 @@ describe('SQLite store with the sync off the main thread', () => {
     await reopened.close();
   });
 
+  it('answers a write with awaitSync: false once committed, and still syncs its batch', async () => {
+    const { store, pending } = await openWithManualSync();
+    let synced = false;
+    const durable = insert(store, 'durable@example.com').then(() => (synced = true));
+    const committed = store.write((tx) => tx.run(store.db.insertInto('accounts').values({ id: randomUUID(), email: 'lazy@example.com', password_hash: 'x', plan: 'free', created_at: Date.now() })), { awaitSync: false });
+    expect(await committed).toBe(1); // no sync has completed yet
+    expect(synced).toBe(false);
+    expect(pending).toHaveLength(1); // its batch's sync was started all the same
+    pending.shift()!(null);
+    await durable;
+    await store.close();
+  });
+
+  it('holds the units queued while a sync runs and commits them as one batch once it completed', async () => {
+    const { store, pending } = await openWithManualSync();
+    const first = insert(store, 'first@example.com');
+    while (pending.length === 0) await settled();
+    const answered: string[] = [];
+    const behind = ['b1', 'b2', 'b3'].map((name) => insert(store, `${name}@example.com`).then(() => answered.push(name)));
+    for (let turn = 0; turn < 5; turn++) await settled();
+    expect(store.stats().queued_units).toBe(3); // not committed while the sync runs
+    expect(await count(store)).toBe(1);
+    pending.shift()!(null);
+    await first;
+    while (pending.length === 0) await settled(); // the three committed together, then one sync for them
+    expect(await count(store)).toBe(4);
+    expect(answered).toEqual([]);
+    pending.shift()!(null);
+    await Promise.all(behind);
+    expect(answered).toEqual(['b1', 'b2', 'b3']);
+    expect(pending).toHaveLength(0);
+    await store.close();
+  });
+
   it('after a failed sync fails that batch, refuses every later write and fails the health check', async () => {
-    const dir = tempDir();
-    const store = await SqliteStore.open(dir);
-    const { sync, pending } = manualSync();
-    (store as unknown as { sync: WalSync }).sync = new WalSync(join(dir, 'tessera.db-wal'), sync);
+    const { store, pending } = await openWithManualSync();
     const first = insert(store, 'lost@example.com');
     while (pending.length === 0) await settled();
-    const second = insert(store, 'behind@example.com'); // commits while the first sync runs
-    while ((store.stats().queued_units ?? 0) > 0) await settled();
+    const second = insert(store, 'behind@example.com'); // waits for the first sync, then fails with it
+    await settled();
     pending.shift()!(Object.assign(new Error('EIO'), { code: 'EIO' }));
     await expect(first).rejects.toBeInstanceOf(SyncFailedError);
     await expect(second).rejects.toBeInstanceOf(SyncFailedError);

@@ -106,7 +106,9 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
    * Activation's read once the license is locked: the asking device by primary key and the device
    * count from the primary key's range (license_key is its first column), so an activation on a
    * license with 10,000 devices reads no device row but its own. A statement of its own, after the
-   * lock: on PostgreSQL it then sees every device committed before the lock was granted.
+   * lock: on PostgreSQL it then sees every device committed before the lock was granted. Where rows
+   * are not locked (SQLite, whose write batch runs one unit at a time), the same columns join the
+   * lock's read instead (`activationState`): one statement per activation instead of two.
    */
   const activationDevice = (key: string, identifier: string) =>
     db
@@ -118,8 +120,14 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
         eb.selectFrom('devices as c').select(eb.fn.countAll().as('n')).whereRef('c.license_key', '=', 'l.key').as('device_count'),
       ])
       .where('l.key', '=', key);
+  const activationState = (key: string, identifier: string) =>
+    activationDevice(key, identifier).innerJoin('products as p', 'p.id', 'l.product_id').select([...LICENSE_COLUMNS, 'p.fallback_enabled']);
   return {
     activationDevice: new Prepared<{ key: string; identifier: string }, ActivationDeviceRow>((p) => activationDevice(p('key'), p('identifier'))),
+    activationState: new Prepared<{ key: string; identifier: string }, LockRow & ActivationDeviceRow>((p) => activationState(p('key'), p('identifier'))),
+    activationStateOwned: new Prepared<{ key: string; identifier: string; account: string }, LockRow & ActivationDeviceRow>((p) =>
+      activationState(p('key'), p('identifier')).where('l.user_id', '=', p('account')),
+    ),
     validation: new Prepared<{ key: string; identifier: string }, ValidationSelect>((p) =>
       db
         .selectFrom('licenses as l')
@@ -147,6 +155,15 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
 }
 
 type Statements = ReturnType<typeof licenseStatements>;
+
+function activationStateOf(locked: LockRow, row: ActivationDeviceRow, identifier: string): ActivationState {
+  return {
+    license: toRecord(locked),
+    fallbackEnabled: bool(locked.fallback_enabled),
+    device: row.device_name === null ? null : { identifier, name: row.device_name, activationDate: row.device_activation_date! },
+    deviceCount: Number(row.device_count),
+  };
+}
 
 async function readLicense(ex: Executor, q: Statements, key: string, account?: string): Promise<License | undefined> {
   const row = await ex.first(account === undefined ? q.license.bind({ key }) : q.licenseOwned.bind({ key, account }));
@@ -303,15 +320,13 @@ export class SqlLicenseRepository implements LicenseRepository {
 
   async lockForActivation(unit: Unit, key: string, identifier: string, account?: string): Promise<ActivationState | undefined> {
     const tx = executorOf(unit);
+    if (!this.store.lockRows) {
+      const row = await tx.first(account === undefined ? this.q.activationState.bind({ key, identifier }) : this.q.activationStateOwned.bind({ key, identifier, account }));
+      return row && activationStateOf(row, row, identifier);
+    }
     const locked = await tx.first(account === undefined ? this.q.lock.bind({ key }) : this.q.lockOwned.bind({ key, account }));
     if (!locked) return undefined;
-    const row = (await tx.first(this.q.activationDevice.bind({ key, identifier })))!;
-    return {
-      license: toRecord(locked),
-      fallbackEnabled: bool(locked.fallback_enabled),
-      device: row.device_name === null ? null : { identifier, name: row.device_name, activationDate: row.device_activation_date! },
-      deviceCount: Number(row.device_count),
-    };
+    return activationStateOf(locked, (await tx.first(this.q.activationDevice.bind({ key, identifier })))!, identifier);
   }
 
   read(unit: Unit, key: string): Promise<License | undefined> {

@@ -65,8 +65,8 @@ export function documentIdempotencyKey<T extends { paths?: object }>(document: T
  * validation) stores nothing, as Stripe does. The handler runs with its claim invited into the
  * first unit of work it opens (the key is recorded with the change: a retry never runs a committed
  * change again). The first answer is stored in the database (every process sees it) and replayed
- * with `Idempotent-Replayed: true`; a 5xx releases the key so the client's retry runs, while 4xx
- * answers are stored and replayed like successes.
+ * with `Idempotent-Replayed: true`; a 5xx before the change committed releases the key so the
+ * client's retry runs, while 4xx answers (and a 5xx after a commit) are stored and replayed like successes.
  */
 export function registerIdempotency(app: FastifyInstance, idempotency: IdempotencyService): void {
   app.decorateRequest('idempotencyHold', null);
@@ -118,7 +118,9 @@ const REPLAYED = Symbol('replayed');
 async function settle(log: FastifyBaseLogger, hold: Hold, reply: FastifyReply, payload: unknown): Promise<void> {
   const storable = typeof payload === 'string' || Buffer.isBuffer(payload) || payload === null || payload === undefined;
   try {
-    if (reply.statusCode >= 500 || !storable) return await hold.release();
+    // A 5xx whose change never committed frees the key for the retry; once the change committed,
+    // its answer is stored like any other (a retry must never run it again), 5xx or not.
+    if ((reply.statusCode >= 500 && !hold.changed) || !storable) return await hold.release();
     const contentType = reply.getHeader('content-type');
     await hold.complete({
       status: reply.statusCode,

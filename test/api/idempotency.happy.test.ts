@@ -31,6 +31,9 @@ forEachStore('Idempotency-Key', (kind) => {
     const first = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 3 } });
     expect(first.status).toBe(200);
     expect(first.headers['idempotent-replayed']).toBeUndefined();
+    // Committed before it was sent (not only queued): a process killed now would still replay it.
+    const stored = await ctx.store.read.first(ctx.store.db.selectFrom('idempotency_keys').select('response_body').where('idem_key', '=', headers['idempotency-key']));
+    expect(stored?.response_body).toBe(first.raw.body);
     const again = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 3 } });
     expect(again.status).toBe(200);
     expect(again.headers['idempotent-replayed']).toBe('true');
@@ -90,6 +93,28 @@ forEachStore('Idempotency-Key', (kind) => {
     const retry = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 1 } });
     expect(retry.status).toBe(200);
     expect(retry.headers['idempotent-replayed']).toBeUndefined();
+    expect(await licensesOf(t.userId)).toHaveLength(1);
+  });
+
+  it('keeps the key of a change that committed before a 5xx: the retry replays the 5xx and creates nothing again', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    const headers = { ...t.auth, 'idempotency-key': 'failed-after-commit' };
+    const json = { productId: p.id, type: 'perpetual', maxDevices: 1 };
+    const create = ctx.services.licenses.create;
+    ctx.services.licenses.create = async (...args) => {
+      await create.apply(ctx.services.licenses, args);
+      throw new Error('failed after the commit');
+    };
+    try {
+      expect((await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json })).status).toBe(500);
+    } finally {
+      ctx.services.licenses.create = create;
+    }
+    expect(await licensesOf(t.userId)).toHaveLength(1);
+    const retry = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json });
+    expect(retry.status).toBe(500);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
     expect(await licensesOf(t.userId)).toHaveLength(1);
   });
 

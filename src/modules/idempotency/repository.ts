@@ -110,7 +110,7 @@ export class SqlIdempotencyRepository implements IdempotencyRepository {
   }
 
   save(r: KeyRow): Promise<void> {
-    return this.store.write((tx) => this.put(tx, r));
+    return this.store.write((tx) => this.put(tx, r), { awaitSync: false });
   }
 
   async release(tx: Executor, accountId: string, key: string): Promise<void> {

@@ -40,7 +40,7 @@ export interface IdempotencyRepository {
   put(tx: Executor, row: KeyRow): Promise<void>;
   /** `put` inside a unit of work. */
   putIn(unit: Unit, row: KeyRow): Promise<void>;
-  /** `put` in a unit of its own. */
+  /** `put` in a unit of its own, answered once committed (not waiting for its sync to disk). */
   save(row: KeyRow): Promise<void>;
   /** Deletes the key unless it holds an answer. */
   release(tx: Executor, accountId: string, key: string): Promise<void>;
@@ -52,6 +52,11 @@ export const KEY_LIFETIME_MS = 24 * 60 * 60_000;
 export const CLAIM_LEASE_MS = 5 * 60_000;
 export const IDEMPOTENCY_PURGE_BATCH = 1000;
 
+/**
+ * The service's own writes (the claim row on PostgreSQL, a release): answered once committed, not
+ * synced (Store.write's awaitSync: false). Other processes see them at once, which is what a claim
+ * is for; a crash of the database that lost one also ended the request that held it.
+ */
 type Write = <T>(work: (tx: Executor) => Promise<T>) => Promise<T>;
 
 /**
@@ -155,7 +160,16 @@ export class Hold implements UnitGuest {
     this.recorded = committed;
   }
 
-  /** Stores the answer (durably, before it is sent: a retry gets exactly what the client got). */
+  /** The request's change committed with the key recorded: a retry must never run it again. */
+  get changed(): boolean {
+    return this.recorded;
+  }
+
+  /**
+   * Stores the answer before it is sent (a retry gets exactly what the client got), committed but
+   * not waiting for its sync: the change it answers is durable already, with its key recorded, so
+   * at worst (a power loss within that sync) a retry gets 409 rather than running twice.
+   */
   async complete(response: StoredResponse): Promise<void> {
     try {
       await this.service.save({ ...this.row, response, lockedUntil: this.row.expiresAt });
@@ -164,10 +178,13 @@ export class Hold implements UnitGuest {
     }
   }
 
-  /** Forgets the key after a failure on the server's side, so the client's retry runs. */
+  /**
+   * Forgets the key after a failure on the server's side, so the client's retry runs; unless the
+   * change committed: its record stays (a retry is answered 409 until the key expires, never run twice).
+   */
   async release(): Promise<void> {
     try {
-      if (this.stored || this.recorded) await this.service.releaseRow(this.row);
+      if (this.stored && !this.recorded) await this.service.releaseRow(this.row);
     } finally {
       this.done();
     }

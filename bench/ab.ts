@@ -8,7 +8,9 @@
  *
  * Extra server environment with --env KEY=VALUE,KEY=VALUE (e.g. LOG_LEVEL=warn). With --paced, a
  * scenario that has a pacedRate is measured at that offered rate instead of at saturation;
- * --node-flags replaces the server's node flags (npm start's: "--enable-source-maps --max-semi-space-size=4").
+ * --node-flags replaces the server's node flags (npm start's: "--enable-source-maps --max-semi-space-size=4");
+ * --node-flags-a / --node-flags-b add flags to one side only (e.g. a V8 option against none, same build).
+ * --database-url runs both on an empty PostgreSQL database instead (createdb one first).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,13 +35,18 @@ const { values: flags } = parseArgs({
     'node-flags': { type: 'string', default: '--max-semi-space-size=4' },
     'env-a': { type: 'string', default: '' },
     'env-b': { type: 'string', default: '' },
+    'node-flags-a': { type: 'string', default: '' },
+    'node-flags-b': { type: 'string', default: '' },
+    /** An empty PostgreSQL database to seed and run both trees on, instead of SQLite. */
+    'database-url': { type: 'string' },
   },
 });
 if (!flags.a) throw new Error('--a <work tree> is required');
-const parseEnv = (list: string) => Object.fromEntries(list.split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string]));
+// Split at the first '=' only: a value may hold one (NODE_OPTIONS=--max-semi-space-size=8).
+const parseEnv = (list: string) => Object.fromEntries(list.split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 const trees = [
-  { name: 'A', dir: resolve(flags.a), env: parseEnv(flags['env-a']) },
-  { name: 'B', dir: resolve(flags.b), env: parseEnv(flags['env-b']) },
+  { name: 'A', dir: resolve(flags.a), env: parseEnv(flags['env-a']), nodeFlags: flags['node-flags-a'] },
+  { name: 'B', dir: resolve(flags.b), env: parseEnv(flags['env-b']), nodeFlags: flags['node-flags-b'] },
 ];
 const chosen = flags.scenarios.split(',').map((n) => scenarios.find((s) => s.name === n.trim()) ?? (() => { throw new Error(`unknown scenario ${n}`); })());
 const load = { connections: 50, duration: Number(flags.duration), warmup: Number(flags.warmup) };
@@ -48,19 +55,20 @@ const results = new Map<string, number[]>();
 const helpers = await Promise.all(chosen.map((s) => s.start?.()));
 const helperEnv = Object.assign({}, ...helpers.map((h) => h?.env ?? {}));
 try {
-  const fixture = await seed({ dataDir }, Number(flags.licenses));
+  const databaseUrl = flags['database-url'];
+  const fixture = await seed({ dataDir, databaseUrl }, Number(flags.licenses));
   for (let round = 1; round <= Number(flags.rounds); round++) {
     for (const tree of round % 2 ? trees : [...trees].reverse()) {
       const child = await startChild({
-        args: [...flags['node-flags'].split(' ').filter(Boolean), join(tree.dir, 'dist/main.js')],
-        env: { RATE_LIMIT: 'off', SECRET_KEY: '7e'.repeat(32), DATA_DIR: dataDir, ...helperEnv, ...parseEnv(flags.env), ...tree.env },
+        args: [...`${flags['node-flags']} ${tree.nodeFlags}`.split(' ').filter(Boolean), join(tree.dir, 'dist/main.js')],
+        env: { RATE_LIMIT: 'off', SECRET_KEY: '7e'.repeat(32), DATA_DIR: dataDir, ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}), ...helperEnv, ...parseEnv(flags.env), ...tree.env },
         core: 0,
         readyPath: '/readyz',
         stdoutFile: join(dataDir, `${tree.name}.log`),
       });
       try {
         for (const scenario of chosen) {
-          const ctx = { store: 'sqlite' as const, baseUrl: child.baseUrl, fixture };
+          const ctx = { store: databaseUrl ? ('postgres' as const) : ('sqlite' as const), baseUrl: child.baseUrl, fixture };
           await scenario.prepare?.(ctx);
           const rate = flags.paced ? scenario.pacedRate : undefined;
           const r = await measure(child, scenario.request(ctx), rate ? { ...load, rate } : load);

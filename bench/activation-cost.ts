@@ -7,6 +7,9 @@
  *
  *   node --import tsx bench/activation-cost.ts . off
  *   node --import tsx bench/activation-cost.ts /tmp/tessera-before off
+ *
+ * A third argument sets how many run at a time (one batch each; default 50; over HTTP the server
+ * groups about 15-22 a batch).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +20,7 @@ const mode = process.argv[3] ?? 'off';
 const LICENSES = 3000;
 const WARMUP = 3000;
 const MEASURED = 12_000;
-const CONCURRENT = 50;
+const CONCURRENT = Number(process.argv[4] ?? 50);
 
 const { loadConfig } = await import(`${root}/src/config.ts`);
 const { createServices } = await import(`${root}/src/services.ts`);

@@ -15,6 +15,8 @@ const exit = (code: number): never => {
   process.exit(code);
 };
 
+const LISTEN_BACKLOG = 4096;
+
 /** `npm start`: opens the store (running migrations), serves, and shuts down gracefully. */
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -61,7 +63,10 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
 
-  await app.listen({ port: config.port, host: config.host });
+  // Node's default backlog (511) overflows under a burst of connections while the loop is busy, and
+  // the kernel then drops the handshake's last ACK: the client believes it is connected to a server
+  // that never saw it, and waits forever. The kernel caps this at net.core.somaxconn.
+  await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
   app.log.info({ store: store.dialect, dataDir: store.dialect === 'sqlite' ? config.dataDir : undefined, baseUrl: config.baseUrl }, 'Tessera is serving');
   if ((await services.accounts.count()) === 0) {
     app.log.warn(

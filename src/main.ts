@@ -1,6 +1,6 @@
 import { buildApp } from './app.ts';
 import { loadConfig } from './config.ts';
-import { asyncStdout } from './http/access-log.ts';
+import { bufferedStdout } from './http/access-log.ts';
 import { createServices } from './services.ts';
 import { lockDataDir, secureDataDir } from './storage/data-dir.ts';
 import { openStore } from './storage/index.ts';
@@ -9,7 +9,7 @@ const SHUTDOWN_DEADLINE_MS = 10_000;
 
 // Log lines are buffered and written asynchronously (at least every second); every exit path
 // below writes what is left first.
-const logs = asyncStdout();
+const logs = bufferedStdout();
 const exit = (code: number): never => {
   logs.flushSync();
   process.exit(code);

@@ -1,5 +1,5 @@
 import { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
-import { writeSync } from 'node:fs';
+import { fstatSync, writeSync } from 'node:fs';
 import pino, { type LoggerOptions } from 'pino';
 import { toAppError } from './errors.ts';
 
@@ -78,23 +78,39 @@ export interface BufferedLog extends pino.DestinationStream {
   flushSync(): void;
 }
 
+/** True when stdout is a regular file (`npm start > tessera.log`), not a pipe, socket or terminal. */
+function stdoutIsFile(): boolean {
+  try {
+    return fstatSync(1).isFile();
+  } catch {
+    return false;
+  }
+}
+
 /**
- * stdout, written asynchronously from a buffer (`npm start`'s destination): lines gather here and go
- * to pino's asynchronous destination (sonic-boom) 8 KiB at a time, at least every second. sonic-boom
- * alone measures the whole pending buffer's UTF-8 length on every line (a scan of up to 16 KiB per
- * access line, seen under callgrind); handing it whole chunks makes that once per chunk. main.ts calls
+ * stdout from a buffer (`npm start`'s destination): lines gather here and are written 8 KiB at a
+ * time, at least every second. To a pipe, socket or terminal (journald, Docker, a supervisor) the
+ * chunks go through pino's asynchronous destination (sonic-boom), so a stalled reader never blocks
+ * the event loop; sonic-boom alone would measure its whole pending buffer's UTF-8 length on every
+ * line, so it gets whole chunks. To a regular file each chunk is written at once: an append to the
+ * page cache costs about 5 µs (0.1 µs a line), while handing it to the thread pool cost about 2 µs a
+ * line in thread switches on the server's core (docs/benchmarks.md#logs). main.ts calls
  * `flushSync()` on shutdown and on a fatal error; any other exit writes the buffer out too.
  */
-export function asyncStdout(): BufferedLog {
-  const sink = pino.destination({ dest: 1, sync: false, minLength: 0, maxLength: LOG_BUFFER_MAX });
+export function bufferedStdout(): BufferedLog {
+  const sink = stdoutIsFile() ? undefined : pino.destination({ dest: 1, sync: false, minLength: 0, maxLength: LOG_BUFFER_MAX });
   let lines: string[] = [];
   let chars = 0;
-  const hand = (): void => {
-    if (chars === 0) return;
+  const take = (): string => {
     const chunk = lines.join('');
     lines = [];
     chars = 0;
-    sink.write(chunk);
+    return chunk;
+  };
+  const hand = (): void => {
+    if (chars === 0) return;
+    if (sink) sink.write(take());
+    else writeAllSync(1, take());
   };
   const log: BufferedLog = {
     write(line: string) {
@@ -106,11 +122,8 @@ export function asyncStdout(): BufferedLog {
     flushSync() {
       // What sonic-boom holds is older: out first. Ours directly, not through sink.write, which
       // would start an asynchronous write that an exit right after cuts off.
-      sink.flushSync();
-      if (chars === 0) return;
-      writeAllSync(1, lines.join(''));
-      lines = [];
-      chars = 0;
+      sink?.flushSync();
+      if (chars > 0) writeAllSync(1, take());
     },
   };
   setInterval(hand, LOG_FLUSH_MS).unref();

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { createTestDatabase } from '../support/stores.ts';
 import { startServer } from '../support/server-process.ts';
@@ -5,9 +8,11 @@ import { waitFor } from '../support/wait.ts';
 
 const accessLines = (output: string, marker: string) => output.split('\n').filter((line) => line.includes('"msg":"request"') && line.includes(marker));
 
-it('buffers access lines, writes them within a second, and loses none on SIGTERM', async () => {
+// A pipe (journald, Docker) goes through the asynchronous destination; a regular file is appended to directly.
+it.each(['pipe', 'file'])('buffers access lines, writes them within a second, and loses none on SIGTERM (stdout a %s)', async (stdout) => {
   const database = await createTestDatabase('sqlite');
-  const server = await startServer(database.env);
+  const dir = mkdtempSync(join(tmpdir(), 'tessera-log-'));
+  const server = await startServer(database.env, stdout === 'file' ? { stdoutFile: join(dir, 'server.log') } : {});
   try {
     // A quiet server's lines appear without more traffic (the periodic flush).
     await fetch(`${server.url}/healthz?round=first`);
@@ -38,5 +43,6 @@ it('buffers access lines, writes them within a second, and loses none on SIGTERM
   } finally {
     await server.stop('SIGKILL');
     await database.drop();
+    rmSync(dir, { recursive: true, force: true });
   }
 }, 30_000);

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 
 export interface ServerProcess {
   url: string;
@@ -13,39 +14,43 @@ const SECRET = 'a'.repeat(64);
 
 /**
  * Starts `src/main.ts` as a real process on a free port and waits until it serves; `maxOpenFiles`
- * starts it under that `ulimit -n`.
+ * starts it under that `ulimit -n`; `stdoutFile` sends its stdout to that file instead of a pipe.
  */
-export async function startServer(env: Record<string, string | undefined>, options: { maxOpenFiles?: number } = {}): Promise<ServerProcess> {
+export async function startServer(env: Record<string, string | undefined>, options: { maxOpenFiles?: number; stdoutFile?: string } = {}): Promise<ServerProcess> {
   const [command, args] =
     options.maxOpenFiles === undefined
       ? [process.execPath, ['--import', 'tsx', 'src/main.ts']]
       : ['/bin/sh', ['-c', `ulimit -n ${options.maxOpenFiles} && exec "$0" --import tsx src/main.ts`, process.execPath]];
+  const stdoutFd = options.stdoutFile === undefined ? undefined : openSync(options.stdoutFile, 'a');
   const child = spawn(command, args, {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', RATE_LIMIT: 'off', LOG_LEVEL: 'info', SECRET_KEY: SECRET, DATABASE_URL: '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', stdoutFd ?? 'pipe', 'pipe'],
   });
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
+  if (stdoutFd !== undefined) closeSync(stdoutFd);
+  let piped = '';
+  child.stdout?.on('data', (d) => (piped += d));
+  child.stderr!.on('data', (d) => (piped += d));
+  const output = () => (options.stdoutFile === undefined ? piped : readFileSync(options.stdoutFile, 'utf8') + piped);
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
-    const onData = () => {
-      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output()}`)), 30_000);
+    const poll = setInterval(() => {
+      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output());
       if (match) {
         clearTimeout(timer);
+        clearInterval(poll);
         resolve(match[1]!);
       }
-    };
-    child.stdout!.on('data', onData);
+    }, 20);
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`server exited with ${code}:\n${output}`));
+      clearInterval(poll);
+      reject(new Error(`server exited with ${code}:\n${output()}`));
     });
   });
   return {
     url,
     child,
-    output: () => output,
+    output,
     async stop(signal = 'SIGTERM') {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       const exited = once(child, 'exit');

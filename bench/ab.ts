@@ -8,7 +8,7 @@
  *
  * Extra server environment with --env KEY=VALUE,KEY=VALUE (e.g. LOG_LEVEL=warn). With --paced, a
  * scenario that has a pacedRate is measured at that offered rate instead of at saturation;
- * --node-flags replaces the server's node flags (npm start's: "--enable-source-maps --max-semi-space-size=4");
+ * --node-flags replaces the server's node flags (npm start's: "--enable-source-maps --max-semi-space-size=4 --max-old-space-size=2000");
  * --node-flags-a / --node-flags-b add flags to one side only (e.g. a V8 option against none, same build).
  * --database-url runs both on an empty PostgreSQL database instead (createdb one first).
  */
@@ -32,7 +32,7 @@ const { values: flags } = parseArgs({
     warmup: { type: 'string', default: '2' },
     env: { type: 'string', default: '' },
     paced: { type: 'boolean', default: false },
-    'node-flags': { type: 'string', default: '--max-semi-space-size=4' },
+    'node-flags': { type: 'string', default: '--max-semi-space-size=4 --max-old-space-size=2000' },
     'env-a': { type: 'string', default: '' },
     'env-b': { type: 'string', default: '' },
     'node-flags-a': { type: 'string', default: '' },

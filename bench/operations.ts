@@ -53,7 +53,7 @@ async function compare(dataDir: string, ours: Variant[]): Promise<Map<string, Lo
   const runs = new Map<string, LoadResult[]>(variants.map((v) => [v.name, []]));
   for (let round = 0; round < rounds; round++) {
     for (const v of variants) {
-      const child = await startChild({ args: ['--max-semi-space-size=4', v.main ?? 'dist/main.js'], env: { DATA_DIR: dataDir, LOG_LEVEL: 'warn', RATE_LIMIT: 'off', ...v.env }, readyPath: '/healthz' });
+      const child = await startChild({ args: ['--max-semi-space-size=4', '--max-old-space-size=2000', v.main ?? 'dist/main.js'], env: { DATA_DIR: dataDir, LOG_LEVEL: 'warn', RATE_LIMIT: 'off', ...v.env }, readyPath: '/healthz' });
       try {
         const r = await measure(child, v.request, load);
         runs.get(v.name)!.push(r);

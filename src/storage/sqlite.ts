@@ -5,9 +5,26 @@ import { Kysely, SqliteDialect } from 'kysely';
 import { migrateToLatest } from './migrations/index.ts';
 import type { Database } from './schema.ts';
 import { type Executor, type Statement, type Store, toSqlQuery, UnitMisuseError, type WriteOptions } from './store.ts';
+import { Checkpointer } from './sqlite-checkpointer.ts';
 import { WalSync } from './wal-sync.ts';
 
 const STATEMENT_CACHE_LIMIT = 500;
+
+/** How often, while batches commit, the worker copies the WAL into the database file. */
+const CHECKPOINT_EVERY_MS = 1000;
+/**
+ * WAL frames (4 KiB pages) past which the next batch waits for a checkpoint to the WAL's end: under
+ * sustained writes the worker's checkpoints never catch up with it, and SQLite starts the WAL over
+ * from its beginning only once all of it is in the database file (64 MiB).
+ */
+const WAL_LIMIT_FRAMES = 16_384;
+
+export interface SqliteOptions {
+  mmapBytes?: number;
+  /** For tests: checkpoint timing (CHECKPOINT_EVERY_MS, WAL_LIMIT_FRAMES). */
+  checkpointEveryMs?: number;
+  walLimitFrames?: number;
+}
 
 /**
  * Reads through a memory map of the database file, up to this size: a lookup then reads the
@@ -104,7 +121,7 @@ class UnitExecutor implements Executor {
  * alone) and made durable by an fsync before any of them is answered. The fsync runs off the main
  * thread (WalSync, docs/decisions/sqlite-wal-sync.md): requests and reads go on meanwhile, and reads
  * may see a batch's rows between its commit and its fsync (rows that a power loss in that window
- * would take away).
+ * would take away). Checkpoints run on a worker thread too (Checkpointer, same document).
  */
 export class SqliteStore implements Store {
   readonly dialect = 'sqlite' as const;
@@ -114,6 +131,13 @@ export class SqliteStore implements Store {
   private readonly conn: BetterSqlite3.Database;
   /** Set once open: commits are then synced by it (synchronous=NORMAL); before that, by SQLite (FULL). */
   private sync: WalSync | undefined;
+  /** Set once open: checkpoints run on its worker (wal_autocheckpoint=0); before that, SQLite's own. */
+  private checkpointer: Checkpointer | undefined;
+  private lastCheckpointAt = Number.NEGATIVE_INFINITY;
+  /** Frames in the WAL when the last checkpoint ran: how far the WAL reaches, copied or not. */
+  private walFrames = 0;
+  /** Checkpoints made (all on the worker): periodic ones, and those a batch waited for (checkpointToEnd). */
+  readonly checkpoints = { periodic: 0, toEnd: 0 };
   private readonly statements = new Map<string, CachedStatement>();
   private queue: Job[] = [];
   private flushing = false;
@@ -132,6 +156,8 @@ export class SqliteStore implements Store {
   private constructor(
     private readonly file: string,
     mmapBytes: number,
+    private readonly checkpointEveryMs: number,
+    private readonly walLimitFrames: number,
   ) {
     this.conn = new BetterSqlite3(file);
     this.conn.pragma('journal_mode = WAL');
@@ -143,9 +169,8 @@ export class SqliteStore implements Store {
     this.conn.pragma('cache_size = -16384');
     this.conn.pragma('temp_store = MEMORY');
     this.conn.pragma(`mmap_size = ${Math.floor(mmapBytes)}`);
-    // Checkpoint every 4,000 WAL pages (16 MiB) instead of SQLite's 1,000: a page that several
-    // batches dirtied (a hot index page) is copied into the database once per checkpoint, so fewer
-    // checkpoints copy fewer pages. Measured: about 10% less CPU per activation (docs/benchmarks.md).
+    // Until open() hands checkpoints to the worker (migrations): every 4,000 WAL pages (16 MiB)
+    // instead of SQLite's 1,000, so a page that several batches dirtied is copied once per checkpoint.
     this.conn.pragma('wal_autocheckpoint = 4000');
     this.db = new Kysely<Database>({ dialect: new SqliteDialect({ database: this.conn }) });
     this.read = this.outsideExecutor();
@@ -161,18 +186,64 @@ export class SqliteStore implements Store {
     };
   }
 
-  static async open(dataDir: string, options: { mmapBytes?: number } = {}): Promise<SqliteStore> {
+  static async open(dataDir: string, options: SqliteOptions = {}): Promise<SqliteStore> {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    const store = new SqliteStore(join(dataDir, 'tessera.db'), options.mmapBytes ?? SQLITE_MMAP_DEFAULT);
+    const store = new SqliteStore(
+      join(dataDir, 'tessera.db'),
+      options.mmapBytes ?? SQLITE_MMAP_DEFAULT,
+      options.checkpointEveryMs ?? CHECKPOINT_EVERY_MS,
+      options.walLimitFrames ?? WAL_LIMIT_FRAMES,
+    );
     await migrateToLatest(store.db);
     store.syncOffThread();
     return store;
   }
 
-  /** From here on SQLite commits without syncing, and WalSync makes each batch durable before it is answered. */
+  /**
+   * From here on SQLite commits without syncing, and WalSync makes each batch durable before it is
+   * answered; and the WAL is copied into the database file on the checkpointer's worker.
+   */
   private syncOffThread(): void {
     this.sync = new WalSync(`${this.file}-wal`);
     this.conn.pragma('synchronous = NORMAL');
+    this.checkpointer = new Checkpointer(this.file);
+    this.conn.pragma('wal_autocheckpoint = 0');
+  }
+
+  /** After a batch's commit: a checkpoint on the worker, at most every checkpointEveryMs. */
+  private checkpointSometimes(): void {
+    const checkpointer = this.checkpointer;
+    if (!checkpointer || checkpointer.running) return;
+    const now = performance.now();
+    if (now - this.lastCheckpointAt < this.checkpointEveryMs) return;
+    this.lastCheckpointAt = now;
+    checkpointer.run().then(
+      (result) => {
+        this.checkpoints.periodic++;
+        this.walFrames = result.log;
+      },
+      () => {
+        // The WAL keeps every frame whatever failed (an I/O error): the next one tries again.
+      },
+    );
+  }
+
+  /**
+   * Once the WAL has passed walLimitFrames, the next batch waits for a checkpoint that starts after
+   * the last commit: with no commit meanwhile it copies the WAL to its end, and the batch then starts
+   * it over. Writes pause for that checkpoint (tens of milliseconds, about every 3 s under sustained
+   * writes at the default limit); reads go on.
+   */
+  private async checkpointToEnd(): Promise<void> {
+    const checkpointer = this.checkpointer!;
+    await checkpointer.idle();
+    try {
+      const result = await checkpointer.run();
+      this.checkpoints.toEnd++;
+      this.walFrames = result.log === result.checkpointed ? 0 : result.log;
+    } catch {
+      // As above; the batch goes ahead (writes are never held up by a failing checkpoint).
+    }
   }
 
   write<T>(work: (tx: Executor) => Promise<T>, options?: WriteOptions): Promise<T> {
@@ -196,9 +267,12 @@ export class SqliteStore implements Store {
    * are paid once for all of them).
    */
   private scheduleFlush(): void {
+    const waits: Promise<void>[] = [];
+    if (this.sync?.busy) waits.push(this.sync.drained());
+    if (this.checkpointer && this.walFrames >= this.walLimitFrames) waits.push(this.checkpointToEnd());
     const next = () => setImmediate(() => void this.flush());
-    if (this.sync?.busy) void this.sync.drained().then(next);
-    else next();
+    if (waits.length === 0) next();
+    else void Promise.all(waits).then(next);
   }
 
   private async flush(): Promise<void> {
@@ -229,6 +303,7 @@ export class SqliteStore implements Store {
       return this.afterFlush();
     }
     this.endBatch();
+    this.checkpointSometimes();
     // Failed units wait too: what failed them may have been read from a commit not yet durable.
     const answer = (awaitSync: boolean, syncError?: Error) =>
       jobs.forEach((job, i) => {
@@ -402,6 +477,7 @@ export class SqliteStore implements Store {
     this.closed = true;
     while (this.flushing) await new Promise((r) => setImmediate(r));
     await this.sync?.drained();
+    await this.checkpointer?.close();
     this.endRead();
     this.conn.close();
     this.sync?.close();

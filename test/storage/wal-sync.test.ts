@@ -1,20 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { fdatasync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { fdatasync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../src/storage/sqlite.ts';
 import { SyncFailedError, WalSync } from '../../src/storage/wal-sync.ts';
+import { useTempDirs } from '../support/temp-dirs.ts';
 
-const dirs: string[] = [];
-const tempDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'tessera-walsync-'));
-  dirs.push(dir);
-  return dir;
-};
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+const tempDir = useTempDirs('tessera-walsync-');
 
 /** A sync function the test completes by hand: each call waits in `pending`. */
 function manualSync() {

@@ -90,7 +90,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const webhooks = new WebhookService(webhookRepo, units, outbox, licenses, webhookSecrets, webhookSettings.allowPrivate, clock);
   events.subscribe((event, unit) => webhooks.onEvent(event, unit));
   jobConsumers[WEBHOOK_JOB] = new WebhookDeliverer(webhookRepo, units, new WebhookSender(webhookSettings), webhookSecrets, accounts, mail, outbox, clock);
-  const idempotency = new IdempotencyService(new SqlIdempotencyRepository(store), (work) => store.write(work, { awaitSync: false }), clock);
+  const idempotency = new IdempotencyService(new SqlIdempotencyRepository(store), (work) => store.write(work, { awaitSync: false }), clock, new SecretBox(secretKey, 'idempotent-answers'));
   /** Upkeep the outbox worker runs about hourly. */
   const housekeeping: Housekeeping[] = [
     (now) => audit.purge(now, (options.auditRetentionDays ?? 365) * DAY),

@@ -9,6 +9,13 @@ declare module 'fastify' {
     /** This request's claim on its Idempotency-Key (set only while it holds it). */
     idempotencyHold: Hold | null;
   }
+  interface FastifyContextConfig {
+    /**
+     * The route's answer carries a secret shown once (a webhook signing secret): a stored answer
+     * is kept encrypted, like the secret itself (docs/decisions/operations.md, "Idempotency-Key").
+     */
+    answerHoldsSecret?: boolean;
+  }
 }
 
 /** POST and PUT as the contract says, and PATCH: a retried update must not apply twice either. */
@@ -86,7 +93,7 @@ export function registerIdempotency(app: FastifyInstance, idempotency: Idempoten
   /** Claims the request's key, or replays the stored answer, or throws 409 / 422. */
   async function claim(req: FastifyRequest, reply: FastifyReply): Promise<Hold | typeof REPLAYED> {
     const key = keyOf(req)!;
-    const result = await idempotency.claim(req.principal.accountId, key, requestHash(req));
+    const result = await idempotency.claim(req.principal.accountId, key, requestHash(req), req.routeOptions.config.answerHoldsSecret === true);
     switch (result.outcome) {
       case 'claimed':
         return result.hold;

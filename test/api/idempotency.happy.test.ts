@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect, it } from 'vitest';
+import { SecretBox } from '../../src/core/secret-box.ts';
 import { IdempotencyService } from '../../src/modules/idempotency/service.ts';
 import { SqlIdempotencyRepository } from '../../src/modules/idempotency/repository.ts';
 import { call, createProduct, createTenant, useTestApp } from '../support/app.ts';
@@ -32,6 +33,8 @@ forEachStore('Idempotency-Key', (kind) => {
     expect(first.status).toBe(200);
     expect(first.headers['idempotent-replayed']).toBeUndefined();
     // Committed before it was sent (not only queued): a process killed now would still replay it.
+    // Stored as sent: a license's answer holds no secret that its own row does not (answers that
+    // do are sealed: idempotency.security.test.ts).
     const stored = await ctx.store.read.first(ctx.store.db.selectFrom('idempotency_keys').select('response_body').where('idem_key', '=', headers['idempotency-key']));
     expect(stored?.response_body).toBe(first.raw.body);
     const again = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 3 } });
@@ -121,7 +124,7 @@ forEachStore('Idempotency-Key', (kind) => {
   it('expires keys after 24 hours (a later request runs anew) and purges them', async () => {
     const t = await createTenant(ctx);
     let now = 1_800_000_000_000;
-    const service = new IdempotencyService(new SqlIdempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now);
+    const service = new IdempotencyService(new SqlIdempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now, new SecretBox(ctx.config.secretKey, 'idempotent-answers'));
     const first = await service.claim(t.userId, 'k', 'h1');
     expect(first.outcome).toBe('claimed');
     expect(await service.claim(t.userId, 'k', 'h1')).toEqual({ outcome: 'in_use' });
@@ -143,7 +146,7 @@ forEachStore('Idempotency-Key', (kind) => {
     const t = await createTenant(ctx);
     let now = 1_800_000_000_000;
     // A service per "process": a new one knows nothing of the claims the dead one held in memory.
-    const process = () => new IdempotencyService(new SqlIdempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now);
+    const process = () => new IdempotencyService(new SqlIdempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now, new SecretBox(ctx.config.secretKey, 'idempotent-answers'));
     const dead = await process().claim(t.userId, 'not-run', 'h');
     expect(dead.outcome).toBe('claimed');
     const ran = await process().claim(t.userId, 'ran', 'h');

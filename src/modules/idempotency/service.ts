@@ -1,3 +1,4 @@
+import type { SecretBox } from '../../core/secret-box.ts';
 import type { Unit, UnitGuest } from '../../core/unit-of-work.ts';
 import type { Executor } from '../../storage/store.ts';
 
@@ -59,6 +60,26 @@ export const IDEMPOTENCY_PURGE_BATCH = 1000;
  */
 type Write = <T>(work: (tx: Executor) => Promise<T>) => Promise<T>;
 
+/** How one key's answer body is kept in the store: as sent, or sealed (an answer holding a secret). */
+interface AnswerCodec {
+  toStored(body: string): string;
+  fromStored(stored: string): string;
+}
+
+const AS_SENT: AnswerCodec = { toStored: (body) => body, fromStored: (stored) => stored };
+
+/**
+ * An answer that holds a secret shown once (a webhook signing secret) is kept encrypted, bound to
+ * its account and key, as the secret itself is. Sealed values start with the box's version prefix,
+ * which no JSON answer does: an answer stored as sent before this existed still replays.
+ */
+function sealedAnswers(box: SecretBox, context: string): AnswerCodec {
+  return {
+    toStored: (body) => box.seal(body, context),
+    fromStored: (stored) => (stored.startsWith('v1.') ? box.open(stored, context) : stored),
+  };
+}
+
 /**
  * Idempotency-Key: the first request with a key claims it, later ones with the same request
  * replay its answer, with another request are refused, and while it runs are told to wait. Keys
@@ -77,33 +98,37 @@ export class IdempotencyService {
     private readonly repo: IdempotencyRepository,
     private readonly write: Write,
     private readonly clock: () => number,
+    /** Seals the stored answers of routes whose answer holds a secret. */
+    private readonly answerBox: SecretBox,
   ) {}
 
-  claim(accountId: string, key: string, hash: string): Promise<Claim> {
+  /** `answerHoldsSecret`: the answer is stored encrypted (and opened to replay it). */
+  claim(accountId: string, key: string, hash: string, answerHoldsSecret = false): Promise<Claim> {
     const now = this.clock();
     const row: KeyRow = { accountId, key, hash, response: null, lockedUntil: now + CLAIM_LEASE_MS, expiresAt: now + KEY_LIFETIME_MS };
-    return this.repo.singleProcess ? this.claimInProcess(row, now) : this.claimInStore(row, now);
+    const codec = answerHoldsSecret ? sealedAnswers(this.answerBox, `${accountId}\n${key}`) : AS_SENT;
+    return this.repo.singleProcess ? this.claimInProcess(row, now, codec) : this.claimInStore(row, now, codec);
   }
 
-  private claimInStore(row: KeyRow, now: number): Promise<Claim> {
+  private claimInStore(row: KeyRow, now: number, codec: AnswerCodec): Promise<Claim> {
     return this.write(async (tx): Promise<Claim> => {
-      if ((await this.repo.insert(tx, row)) || (await this.repo.takeOver(tx, row, now))) return { outcome: 'claimed', hold: new Hold(this, row, true) };
+      if ((await this.repo.insert(tx, row)) || (await this.repo.takeOver(tx, row, now))) return { outcome: 'claimed', hold: new Hold(this, row, codec, true) };
       // Released between our insert and this read (its request failed): a retry may claim it.
-      return verdict(await this.repo.find(tx, row.accountId, row.key), row.hash, now) ?? { outcome: 'in_use' };
+      return verdict(await this.repo.find(tx, row.accountId, row.key), row.hash, now, codec) ?? { outcome: 'in_use' };
     });
   }
 
-  private async claimInProcess(row: KeyRow, now: number): Promise<Claim> {
+  private async claimInProcess(row: KeyRow, now: number, codec: AnswerCodec): Promise<Claim> {
     const id = `${row.accountId}\n${row.key}`;
     if (this.inFlight.has(id)) return { outcome: 'in_use' };
     this.inFlight.add(id);
     let claim: Claim | undefined;
     try {
-      claim = verdict(await this.repo.find(undefined, row.accountId, row.key), row.hash, now);
+      claim = verdict(await this.repo.find(undefined, row.accountId, row.key), row.hash, now, codec);
     } finally {
       if (claim !== undefined) this.inFlight.delete(id);
     }
-    return claim ?? { outcome: 'claimed', hold: new Hold(this, row, false, () => this.inFlight.delete(id)) };
+    return claim ?? { outcome: 'claimed', hold: new Hold(this, row, codec, false, () => this.inFlight.delete(id)) };
   }
 
   /** @internal Hold's writes: in the request's unit, or on their own. */
@@ -128,10 +153,11 @@ export class IdempotencyService {
 }
 
 /** What an existing row means for a new request with `hash`; undefined: the request may run. */
-function verdict(existing: KeyRow | undefined, hash: string, now: number): Claim | undefined {
+function verdict(existing: KeyRow | undefined, hash: string, now: number, codec: AnswerCodec): Claim | undefined {
   if (!existing || existing.expiresAt <= now) return undefined;
   if (existing.hash !== hash) return { outcome: 'reused' };
-  if (existing.response) return { outcome: 'replay', response: existing.response };
+  const { response } = existing;
+  if (response) return { outcome: 'replay', response: { ...response, body: codec.fromStored(response.body) } };
   // In flight, or its change committed without an answer (lease = expiry): never run twice.
   return existing.lockedUntil <= now ? undefined : { outcome: 'in_use' };
 }
@@ -147,6 +173,7 @@ export class Hold implements UnitGuest {
   constructor(
     private readonly service: IdempotencyService,
     private readonly row: KeyRow,
+    private readonly codec: AnswerCodec,
     /** A claim row is in the store (PostgreSQL) from before the request ran. */
     private readonly stored: boolean,
     private readonly done: () => void = () => {},
@@ -172,7 +199,7 @@ export class Hold implements UnitGuest {
    */
   async complete(response: StoredResponse): Promise<void> {
     try {
-      await this.service.save({ ...this.row, response, lockedUntil: this.row.expiresAt });
+      await this.service.save({ ...this.row, response: { ...response, body: this.codec.toStored(response.body) }, lockedUntil: this.row.expiresAt });
     } finally {
       this.done();
     }

@@ -33,6 +33,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
         body: CreateWebhookBody,
         response: { 200: CreatedWebhookEndpointBody, ...errorResponses(400, 401, 403) },
       },
+      config: { answerHoldsSecret: true },
     },
     async (req) => {
       const { endpoint, secret } = await webhooks.create(req.principal, req.body);

@@ -65,10 +65,13 @@ try {
   await app.ready();
 
   let serial = 0;
-  const path = { validate: 'validate', activate: 'activate', refresh: 'token' }[flags.scenario];
+  // create, create-keyed: license creation on the server API, without and with an Idempotency-Key.
+  const creation = flags.scenario.startsWith('create');
+  const apiKey: string | undefined = creation ? (await services.apiKeys.create(who, 'instr')).secret : undefined;
+  const path = { validate: 'validate', activate: 'activate', refresh: 'token', create: 'create', 'create-keyed': 'create' }[flags.scenario];
   if (!path) throw new Error(`unknown scenario ${flags.scenario}`);
   // validate and refresh ask about a device activated here first.
-  if (flags.scenario !== 'activate') {
+  if (flags.scenario === 'validate' || flags.scenario === 'refresh') {
     const activate = (key: string) =>
       app.inject({ method: 'POST', url: '/api/v1/public/licenses/activate', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ licenseKey: key, productId: product.id, deviceIdentifier: 'd-0', deviceName: 'D' }) });
     await Promise.all(keys.map(activate));
@@ -77,12 +80,22 @@ try {
     const i = serial++;
     const key = keys[i % keys.length];
     const device = flags.scenario === 'activate' ? `new-${i}` : 'd-0';
-    const res = await app.inject({
-      method: 'POST',
-      url: `/api/v1/public/licenses/${path}`,
-      headers: { 'content-type': 'application/json' },
-      payload: `{"licenseKey":"${key}","deviceIdentifier":"${device}","deviceName":"Bench","productId":"${product.id}"}`,
-    });
+    const keyed = flags.scenario === 'create-keyed' ? { 'idempotency-key': `k-${i}` } : {};
+    const res = await app.inject(
+      creation
+        ? {
+            method: 'POST',
+            url: '/api/v1/licenses',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}`, ...keyed },
+            payload: `{"productId":"${product.id}","type":"perpetual","maxDevices":3}`,
+          }
+        : {
+            method: 'POST',
+            url: `/api/v1/public/licenses/${path}`,
+            headers: { 'content-type': 'application/json' },
+            payload: `{"licenseKey":"${key}","deviceIdentifier":"${device}","deviceName":"Bench","productId":"${product.id}"}`,
+          },
+    );
     if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}: ${res.body}`);
   };
   const run = async (n: number) => {

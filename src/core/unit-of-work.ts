@@ -49,6 +49,8 @@ export class EventBus {
  */
 export interface UnitGuest {
   enter(unit: Unit): Promise<void>;
+  /** After the caller's work, still inside the unit, with the value it returned. */
+  leave?(unit: Unit, value: unknown): Promise<void>;
   settled(committed: boolean): void;
 }
 

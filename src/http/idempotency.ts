@@ -122,6 +122,21 @@ export function registerIdempotency(app: FastifyInstance, idempotency: Idempoten
 
 const REPLAYED = Symbol('replayed');
 
+/**
+ * A route whose answer (200, JSON) is `view` of what its service call's unit of work returns:
+ * with an Idempotency-Key, the answer is rendered inside that unit and recorded with the change,
+ * one write instead of the change's record and then the answer in a unit of its own. The answer
+ * sent is the same view of the same value; if it differs after all, it is stored as usual.
+ */
+export async function answeredInUnit<V, R extends object>(req: FastifyRequest, reply: FastifyReply, view: (value: V) => R, call: () => Promise<V>): Promise<R> {
+  // Set before `call` opens its unit (synchronously), which takes the hold in.
+  req.idempotencyHold?.answerFrom((value) => ({ status: 200, contentType: JSON_TYPE, body: reply.serializeInput(view(value as V) as Record<string, unknown>, '200') as string }));
+  return view(await call());
+}
+
+/** What Fastify sends a serialized JSON answer as. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
 async function settle(log: FastifyBaseLogger, hold: Hold, reply: FastifyReply, payload: unknown): Promise<void> {
   const storable = typeof payload === 'string' || Buffer.isBuffer(payload) || payload === null || payload === undefined;
   try {

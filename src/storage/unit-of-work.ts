@@ -35,7 +35,9 @@ export class StoreUnits implements UnitRunner {
       const value = await this.store.write(async (tx) => {
         const unit = new StoreUnit(tx, this.bus);
         await guest.enter(unit);
-        return work(unit);
+        const result = await work(unit);
+        await guest.leave?.(unit, result);
+        return result;
       });
       committed = true;
       return value;

@@ -71,24 +71,48 @@ forEachStore('Idempotency-Key errors', (kind) => {
     expect((await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 1 } })).status).toBe(200);
   });
 
-  it('records the key in the creation\'s own unit: when its answer cannot be stored, a retry is 409 and never creates again', async () => {
-    const t = await createTenant(ctx);
-    const p = await createProduct(ctx, t);
-    const headers = { ...t.auth, 'idempotency-key': 'answer-lost' };
-    const json = { productId: p.id, type: 'perpetual', maxDevices: 1 };
+  /** Makes storing an answer on its own (after the change's unit) fail, as a full disk would. */
+  async function withAnswersUnstorable<T>(fn: () => Promise<T>): Promise<{ result: T; saves: number }> {
     const repo = (ctx.services.idempotency as unknown as { repo: { save: () => Promise<void> } }).repo;
     const save = repo.save;
+    let saves = 0;
     repo.save = async () => {
+      saves++;
       throw new Error('disk full');
     };
     try {
-      expect((await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json })).status).toBe(200);
+      return { result: await fn(), saves };
     } finally {
       repo.save = save;
     }
-    const retry = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json });
+  }
+
+  it('records the key in the change\'s own unit: when its answer cannot be stored, a retry is 409 and never runs again', async () => {
+    const t = await createTenant(ctx);
+    const headers = { ...t.auth, 'idempotency-key': 'answer-lost' };
+    const json = { name: 'Once' };
+    const { result, saves } = await withAnswersUnstorable(() => call(ctx, { method: 'POST', url: '/api/v1/products', headers, json }));
+    expect(result.status).toBe(200);
+    expect(saves).toBe(1);
+    const retry = await call(ctx, { method: 'POST', url: '/api/v1/products', headers, json });
     expect(retry.status).toBe(409);
     expect(retry.body.error.code).toBe('idempotency_key_in_use');
+    const products = await ctx.store.read.all(ctx.store.db.selectFrom('products').select('id').where('user_id', '=', t.userId));
+    expect(products).toHaveLength(1);
+  });
+
+  it('a license creation records its answer in its own unit: nothing is stored after it, and a retry replays it', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    const headers = { ...t.auth, 'idempotency-key': 'answer-in-unit' };
+    const json = { productId: p.id, type: 'perpetual', maxDevices: 1 };
+    const { result: first, saves } = await withAnswersUnstorable(() => call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json }));
+    expect(first.status).toBe(200);
+    expect(saves).toBe(0);
+    const retry = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json });
+    expect(retry.status).toBe(200);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.raw.body).toBe(first.raw.body);
     expect(await licensesOf(t.userId)).toHaveLength(1);
   });
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { SecretBox } from '../../src/core/secret-box.ts';
+import { inviteToFirstUnit } from '../../src/core/unit-of-work.ts';
 import { IdempotencyService } from '../../src/modules/idempotency/service.ts';
 import { SqlIdempotencyRepository } from '../../src/modules/idempotency/repository.ts';
 import { call, createProduct, createTenant, useTestApp } from '../support/app.ts';
@@ -140,6 +141,37 @@ forEachStore('Idempotency-Key', (kind) => {
     // Other suites' keys (real clock) expire too at this time: at least this account's two go.
     expect(await service.purgeExpired()).toBeGreaterThanOrEqual(2);
     expect(await ctx.store.read.all(ctx.store.db.selectFrom('idempotency_keys').selectAll().where('account_id', '=', t.userId))).toEqual([]);
+  });
+
+  it('an answer rendered from the unit is recorded with the change; an answer sent otherwise, or not renderable, is stored after it', async () => {
+    const t = await createTenant(ctx);
+    const now = 1_800_000_000_000;
+    const process = () => new IdempotencyService(new SqlIdempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now, new SecretBox(ctx.config.secretKey, 'idempotent-answers'));
+    const json = (status: number, body: string) => ({ status, contentType: 'application/json', body });
+    const run = async (key: string, render: (value: unknown) => ReturnType<typeof json>, sent: ReturnType<typeof json>) => {
+      const claim = await process().claim(t.userId, key, 'h');
+      if (claim.outcome !== 'claimed') throw new Error('not claimed');
+      claim.hold.answerFrom(render);
+      await inviteToFirstUnit(claim.hold, () => ctx.services.units.run(async () => ({ made: key })));
+      const before = await process().claim(t.userId, key, 'h');
+      await claim.hold.complete(sent);
+      return { before, after: await process().claim(t.userId, key, 'h') };
+    };
+    const rendered = (value: unknown) => json(200, JSON.stringify(value));
+
+    // Committed with the change: another process replays it before the request has even answered.
+    const same = await run('same', rendered, json(200, '{"made":"same"}'));
+    expect(same.before).toEqual({ outcome: 'replay', response: json(200, '{"made":"same"}') });
+    expect(same.after).toEqual(same.before);
+
+    // The route sent something else after all: what it sent is what a retry gets.
+    const other = await run('other', rendered, json(201, '{"other":true}'));
+    expect(other.after).toEqual({ outcome: 'replay', response: json(201, '{"other":true}') });
+
+    // Not renderable inside the unit: the key alone is recorded there (a retry meanwhile waits), the answer after.
+    const broken = await run('broken', () => { throw new Error('no view'); }, json(200, '{"late":1}'));
+    expect(broken.before).toEqual({ outcome: 'in_use' });
+    expect(broken.after).toEqual({ outcome: 'replay', response: json(200, '{"late":1}') });
   });
 
   it('a claim whose process died is taken over after its lease, unless its change was recorded: that one never runs again', async () => {

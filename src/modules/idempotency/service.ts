@@ -169,6 +169,10 @@ function verdict(existing: KeyRow | undefined, hash: string, now: number, codec:
  */
 export class Hold implements UnitGuest {
   private recorded = false;
+  /** The route's answer from its unit's value (answerFrom). */
+  private render: ((value: unknown) => StoredResponse) | undefined;
+  /** The answer recorded with the change, once its unit committed. */
+  private answered: StoredResponse | undefined;
 
   constructor(
     private readonly service: IdempotencyService,
@@ -179,12 +183,35 @@ export class Hold implements UnitGuest {
     private readonly done: () => void = () => {},
   ) {}
 
+  /**
+   * For a route whose answer is a view of its unit's value: the key is then recorded on leaving the
+   * unit together with that answer, one write in the change's own unit, and `complete` has nothing
+   * left to store when the answer sent is that one (any other answer is stored as without it).
+   */
+  answerFrom(render: (value: unknown) => StoredResponse): void {
+    this.render = render;
+  }
+
   enter(unit: Unit): Promise<void> {
-    return this.service.record({ ...this.row, lockedUntil: this.row.expiresAt }, unit);
+    return this.render ? Promise.resolve() : this.service.record({ ...this.row, lockedUntil: this.row.expiresAt }, unit);
+  }
+
+  async leave(unit: Unit, value: unknown): Promise<void> {
+    if (!this.render) return;
+    let response: StoredResponse | undefined;
+    try {
+      response = this.render(value);
+    } catch {
+      // Not renderable here (the route will fail or answer otherwise): the key alone, as in enter.
+    }
+    const stored = response && { ...response, body: this.codec.toStored(response.body) };
+    await this.service.record({ ...this.row, response: stored ?? null, lockedUntil: this.row.expiresAt }, unit);
+    this.answered = response;
   }
 
   settled(committed: boolean): void {
     this.recorded = committed;
+    if (!committed) this.answered = undefined;
   }
 
   /** The request's change committed with the key recorded: a retry must never run it again. */
@@ -199,6 +226,8 @@ export class Hold implements UnitGuest {
    */
   async complete(response: StoredResponse): Promise<void> {
     try {
+      const answered = this.answered;
+      if (answered && answered.status === response.status && answered.contentType === response.contentType && answered.body === response.body) return;
       await this.service.save({ ...this.row, response: { ...response, body: this.codec.toStored(response.body) }, lockedUntil: this.row.expiresAt });
     } finally {
       this.done();

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { EmptyResponse, errorResponses, LicenseKeyHeader, pageLimit } from '../../http/schema-helpers.ts';
+import { answeredInUnit } from '../../http/idempotency.ts';
 import { ProductParams } from '../products/schemas.ts';
 import {
   CreateLicenseBody,
@@ -22,8 +23,8 @@ const licenseReply = { 200: Type.Ref('License'), ...errorResponses(400, 401, 403
 
 /** Server API for licenses (API key required; every query is scoped to the key's account). */
 export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService }> = async (app, { licenses }) => {
-  app.post('/licenses', { schema: { tags, security, operationId: 'create-license', summary: 'Create a license', body: CreateLicenseBody, response: licenseReply } }, async (req) =>
-    licenseView(await licenses.create(req.principal, req.body)),
+  app.post('/licenses', { schema: { tags, security, operationId: 'create-license', summary: 'Create a license', body: CreateLicenseBody, response: licenseReply } }, async (req, reply) =>
+    answeredInUnit(req, reply, licenseView, () => licenses.create(req.principal, req.body)),
   );
 
   app.get('/licenses', { schema: { tags, security, operationId: 'get-license', summary: 'Get a license', headers: LicenseKeyHeader, response: licenseReply } }, async (req) =>

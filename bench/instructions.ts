@@ -29,6 +29,12 @@ const { values: flags } = parseArgs({
     licenses: { type: 'string', default: '500' },
     /** info: the access log on, written as `npm start` writes it (to this process's stdout); off: warn. */
     log: { type: 'string', default: 'off' },
+    /**
+     * off, memory, or a Redis URL: where rate limits are counted (at a maximum never reached). With
+     * Redis the count moves by ±25% between runs: how many keys share a call depends on when its
+     * replies arrive.
+     */
+    limits: { type: 'string', default: 'off' },
   },
 });
 const tree = resolve(flags.tree);
@@ -41,7 +47,9 @@ const { openStore } = await load('storage/index.js');
 const principalModule = existsSync(join(tree, 'dist/core/principal.js')) ? await load('core/principal.js') : undefined;
 
 const dataDir = mkdtempSync(join(tmpdir(), 'tessera-instr-'));
-const config = loadConfig({ DATA_DIR: dataDir, SECRET_KEY: '7e'.repeat(32), RATE_LIMIT: 'off', LOG_LEVEL: flags.log === 'off' ? 'warn' : flags.log });
+const limits =
+  flags.limits === 'off' ? { RATE_LIMIT: 'off' } : { RATE_LIMIT: 'on', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000000000', ...(flags.limits === 'memory' ? {} : { REDIS_URL: flags.limits, REDIS_KEY_PREFIX: `instr-${process.pid}:` }) };
+const config = loadConfig({ DATA_DIR: dataDir, SECRET_KEY: '7e'.repeat(32), LOG_LEVEL: flags.log === 'off' ? 'warn' : flags.log, ...limits });
 const store = await openStore({ dataDir });
 const services = createServices(store, config.secretKey);
 try {

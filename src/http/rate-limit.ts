@@ -79,18 +79,44 @@ type Reply = (err: Error | null, result: unknown) => void;
 
 /**
  * The plugin's own Lua script (its Redis store defines it on the client it is given), and one
- * that runs it for several keys in one call, each key with its own arguments: the counting is the
- * plugin's, only the round trip is shared.
+ * that runs it for several keys in one call: the counting is the plugin's, only the round trip is
+ * shared. The keys come grouped by their arguments (a route's window, maximum and flags, the same
+ * for all its requests), each group's arguments sent once: ARGV = n1, window, max, continue,
+ * backoff, n2, ... for the first n1 keys, the next n2, and so on. The answer is one string of
+ * `current ttl` pairs, which costs the client one decode where an array of pairs costs four per key.
  */
 function turnScript(): string {
   const defined: Record<string, string> = {};
   new RedisStore(false, false, { defineCommand: (name: string, options: { lua: string }) => (defined[name] = options.lua) });
   const one = defined.rateLimit;
   if (!one) throw new Error('@fastify/rate-limit: its Redis store no longer defines the rateLimit script');
-  return `local function rateLimit(KEYS, ARGV)\n${one}\nend\nlocal results = {}\nfor i = 1, #KEYS do\n  local a = 4 * (i - 1)\n  results[i] = rateLimit({KEYS[i]}, {ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]})\nend\nreturn results`;
+  return [
+    'local function rateLimit(KEYS, ARGV)',
+    one,
+    'end',
+    'local out, k, a = {}, 1, 1',
+    'while a < #ARGV do',
+    '  local args = {ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]}',
+    '  for _ = 1, tonumber(ARGV[a]) do',
+    '    local r = rateLimit({KEYS[k]}, args)',
+    // %d: integers as Redis would have answered them (a long backoff window is a float in Lua).
+    "    out[#out + 1] = string.format('%d %d', r[1], r[2])",
+    '    k = k + 1',
+    '  end',
+    '  a = a + 5',
+    'end',
+    'return table.concat(out, " ")',
+  ].join('\n');
 }
 
 type TurnClient = Redis & { rateLimitTurn(count: number, ...rest: unknown[]): void; rateLimitRead(...args: unknown[]): void };
+
+/** The keys of one turn that share their arguments, and their requests' callbacks, in order. */
+interface Group {
+  args: [number, number, boolean, boolean];
+  keys: string[];
+  replies: Reply[];
+}
 
 /**
  * What the plugin's Redis store calls: the `rateLimit` calls of one event-loop turn go out as one
@@ -99,9 +125,8 @@ type TurnClient = Redis & { rateLimitTurn(count: number, ...rest: unknown[]): vo
  * request). A Redis command's own cost is most of a limit's cost, so under load this divides it.
  */
 class TurnPipeline {
-  private keys: unknown[] = [];
-  private args: unknown[] = [];
-  private replies: Reply[] = [];
+  /** By the arguments' text: in practice one group per limited route. */
+  private groups = new Map<string, Group>();
 
   constructor(private readonly redis: TurnClient) {
     redis.defineCommand('rateLimitTurn', { lua: turnScript() });
@@ -110,10 +135,12 @@ class TurnPipeline {
 
   /** The plugin's call: key, timeWindow, max, continueExceeding, exponentialBackoff, callback. */
   rateLimit(key: string, timeWindow: number, max: number, continueExceeding: boolean, exponentialBackoff: boolean, reply: Reply): void {
-    this.keys.push(key);
-    this.args.push(timeWindow, max, continueExceeding, exponentialBackoff);
-    this.replies.push(reply);
-    if (this.replies.length === 1) setImmediate(this.flush);
+    if (this.groups.size === 0) setImmediate(this.flush);
+    const id = `${timeWindow} ${max} ${continueExceeding} ${exponentialBackoff}`;
+    let group = this.groups.get(id);
+    if (!group) this.groups.set(id, (group = { args: [timeWindow, max, continueExceeding, exponentialBackoff], keys: [], replies: [] }));
+    group.keys.push(key);
+    group.replies.push(reply);
   }
 
   rateLimitRead(...args: unknown[]): void {
@@ -121,12 +148,20 @@ class TurnPipeline {
   }
 
   private readonly flush = (): void => {
-    const { keys, args, replies } = this;
-    this.keys = [];
-    this.args = [];
-    this.replies = [];
-    this.redis.rateLimitTurn(keys.length, ...keys, ...args, (error: Error | null, results: unknown[] | null) => {
-      for (let i = 0; i < replies.length; i++) replies[i]!(error, error ? null : results![i]);
+    const groups = [...this.groups.values()];
+    this.groups = new Map();
+    const keys = groups.flatMap((g) => g.keys);
+    const args = groups.flatMap((g) => [g.keys.length, ...g.args]);
+    this.redis.rateLimitTurn(keys.length, ...keys, ...args, (error: Error | null, answer: string | null) => {
+      const counts = error ? [] : answer!.split(' ');
+      let at = 0;
+      for (const group of groups) {
+        for (const reply of group.replies) {
+          if (error) reply(error, null);
+          else reply(null, [Number(counts[at]), Number(counts[at + 1])]);
+          at += 2;
+        }
+      }
     });
   };
 }

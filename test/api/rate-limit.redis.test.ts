@@ -85,6 +85,21 @@ describe('rate limits through Redis', () => {
     expect(answers.slice(6).map((r) => r.headers['ratelimit-remaining']).sort()).toEqual(['2', '3']);
   });
 
+  it('one turn with two limits (public API and dashboard sign-in: other windows and maximums) counts each under its own', async () => {
+    const app = await newApp();
+    // The dashboard's sign-in form: its own maximum and a 15-minute window.
+    const login = () => app.inject({ method: 'POST', url: '/dashboard/login', remoteAddress: '10.0.0.3', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'email=a%40b.c&password=x' });
+    const publicApi = () => app.inject({ method: 'POST', url: '/api/v1/public/licenses/validate', remoteAddress: '10.0.0.3', payload: { licenseKey: 'AAAAA-BBBBB-CCCCC-DDDDD-EEEEE', productId: 'p_x' } });
+    const answers = await Promise.all([login(), publicApi(), login(), publicApi(), publicApi()]);
+    const [logins, publics] = [[answers[0]!, answers[2]!], [answers[1]!, answers[3]!, answers[4]!]];
+    expect(logins.map((r) => r.headers['ratelimit-limit'])).toEqual(['30', '30']);
+    expect(logins.map((r) => r.headers['ratelimit-remaining']).sort()).toEqual(['28', '29']);
+    expect(Math.max(...logins.map((r) => Number(r.headers['ratelimit-reset'])))).toBeGreaterThan(60);
+    expect(publics.map((r) => r.headers['ratelimit-limit'])).toEqual(['4', '4', '4']);
+    expect(publics.map((r) => r.headers['ratelimit-remaining']).sort()).toEqual(['1', '2', '3']);
+    for (const r of answers) expect(Number(r.headers['ratelimit-reset'])).toBeGreaterThan(0);
+  });
+
   it('portal limits (route config) are counted in Redis too, under their route', async () => {
     const app = await newApp();
     const res = await app.inject({ method: 'GET', url: '/portal/request' });

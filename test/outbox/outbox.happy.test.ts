@@ -56,6 +56,14 @@ forEachStore('general outbox (e-mail on it)', (kind) => {
     expect(await outboxFor(ctx.store, 'rolled-back@example.com')).toEqual([]);
   });
 
+  it('gives jobs ids that sort in the order they were queued (the primary key grows at its end)', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push(await ctx.services.units.run((unit) => ctx.services.outbox.enqueue(unit, 'ordered-kind', { i })));
+    ids.push(...(await ctx.services.units.run(async (unit) => [await ctx.services.outbox.enqueue(unit, 'ordered-kind', { i: 3 }), await ctx.services.outbox.enqueue(unit, 'ordered-kind', { i: 4 })])));
+    expect(new Set(ids).size).toBe(5);
+    expect([...ids].sort()).toEqual(ids);
+  });
+
   it('delivers queued mail and marks the job done', async () => {
     const transport = new CapturingTransport();
     const worker = mailWorker(transport);

@@ -36,7 +36,9 @@ export function registerJsonBody(app: FastifyInstance): void {
  */
 export function illFormedPath(value: unknown, path: string): string | undefined {
   if (typeof value === 'string') return value.isWellFormed() ? undefined : path;
-  if (typeof value !== 'object' || value === null) return undefined;
+  // Raw bytes (a signed Stripe event, an uploaded image) are not text: for-in would visit every
+  // byte's index (0.4 ms for a 4 KiB event, 150 ms for a 1 MiB image) and find only numbers.
+  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value)) return undefined;
   // for-in, not Object.entries: no arrays allocated per request. Parsed bodies, queries and
   // params are plain data (secure-json-parse drops __proto__), so it walks own keys only.
   for (const key in value) {

@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { illFormedPath } from '../../src/http/json-body.ts';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
 import { forEachStore } from '../support/stores.ts';
 
@@ -53,6 +54,14 @@ forEachStore('hardening: hostile input', (kind) => {
       expect(ok.status).toBe(200);
       expect(ok.body.device.identifier).toBe('pc-😀');
     });
+  });
+
+  it('leaves raw bodies (bytes, not text) to their routes instead of walking them byte by byte', () => {
+    const bytes = Buffer.from('{"a":1}');
+    // A walk would visit this key (for-in sees it beside the byte indices) and refuse it.
+    Object.defineProperty(bytes, '\ud800', { value: 'x', enumerable: true });
+    expect(illFormedPath(bytes, '')).toBeUndefined();
+    expect(illFormedPath({ nested: { '\ud800': 1 } }, '')).toBe('nested');
   });
 
   describe('framework errors through the error model (issue 14, item 11)', () => {

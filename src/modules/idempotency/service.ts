@@ -193,7 +193,7 @@ export class Hold implements UnitGuest {
   }
 
   enter(unit: Unit): Promise<void> {
-    return this.render ? Promise.resolve() : this.service.record({ ...this.row, lockedUntil: this.row.expiresAt }, unit);
+    return this.render ? Promise.resolve() : this.service.record(this.keptRow(null), unit);
   }
 
   async leave(unit: Unit, value: unknown): Promise<void> {
@@ -204,14 +204,18 @@ export class Hold implements UnitGuest {
     } catch {
       // Not renderable here (the route will fail or answer otherwise): the key alone, as in enter.
     }
-    const stored = response && { ...response, body: this.codec.toStored(response.body) };
-    await this.service.record({ ...this.row, response: stored ?? null, lockedUntil: this.row.expiresAt }, unit);
+    await this.service.record(this.keptRow(response ?? null), unit);
     this.answered = response;
   }
 
   settled(committed: boolean): void {
     this.recorded = committed;
     if (!committed) this.answered = undefined;
+  }
+
+  /** The key's row as this request leaves it: leased until the key expires, its answer (if any) as stored. */
+  private keptRow(response: StoredResponse | null): KeyRow {
+    return { ...this.row, response: response && { ...response, body: this.codec.toStored(response.body) }, lockedUntil: this.row.expiresAt };
   }
 
   /** The request's change committed with the key recorded: a retry must never run it again. */
@@ -228,7 +232,7 @@ export class Hold implements UnitGuest {
     try {
       const answered = this.answered;
       if (answered && answered.status === response.status && answered.contentType === response.contentType && answered.body === response.body) return;
-      await this.service.save({ ...this.row, response: { ...response, body: this.codec.toStored(response.body) }, lockedUntil: this.row.expiresAt });
+      await this.service.save(this.keptRow(response));
     } finally {
       this.done();
     }

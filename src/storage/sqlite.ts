@@ -24,6 +24,8 @@ export interface SqliteOptions {
   /** For tests: checkpoint timing (CHECKPOINT_EVERY_MS, WAL_LIMIT_FRAMES). */
   checkpointEveryMs?: number;
   walLimitFrames?: number;
+  /** For tests: the checkpointer's worker shares the event loop's core (default: the process may use one CPU only). */
+  sharedCore?: boolean;
 }
 
 /**
@@ -195,7 +197,7 @@ export class SqliteStore implements Store {
       options.walLimitFrames ?? WAL_LIMIT_FRAMES,
     );
     await migrateToLatest(store.db);
-    store.syncOffThread();
+    store.syncOffThread(options.sharedCore);
     return store;
   }
 
@@ -203,10 +205,10 @@ export class SqliteStore implements Store {
    * From here on SQLite commits without syncing, and WalSync makes each batch durable before it is
    * answered; and the WAL is copied into the database file on the checkpointer's worker.
    */
-  private syncOffThread(): void {
+  private syncOffThread(sharedCore: boolean | undefined): void {
     this.sync = new WalSync(`${this.file}-wal`);
     this.conn.pragma('synchronous = NORMAL');
-    this.checkpointer = new Checkpointer(this.file);
+    this.checkpointer = new Checkpointer(this.file, { sharedCore });
     this.conn.pragma('wal_autocheckpoint = 0');
   }
 
@@ -236,9 +238,9 @@ export class SqliteStore implements Store {
    */
   private async checkpointToEnd(): Promise<void> {
     const checkpointer = this.checkpointer!;
-    await checkpointer.idle();
+    await checkpointer.idle(true);
     try {
-      const result = await checkpointer.run();
+      const result = await checkpointer.run(true);
       this.checkpoints.toEnd++;
       this.walFrames = result.log === result.checkpointed ? 0 : result.log;
     } catch {

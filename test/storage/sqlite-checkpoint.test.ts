@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
@@ -25,6 +25,15 @@ async function openWithFiller(dir: string, options: Parameters<typeof SqliteStor
   return store;
 }
 
+/** Threads of this process running at the lowest priority (nice 19), from /proc (Linux). */
+function lowestPriorityThreads(): number {
+  return readdirSync('/proc/self/task').filter((tid) => {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    // Fields after the command's closing parenthesis: state is the 3rd field of stat, nice the 19th.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16] === '19';
+  }).length;
+}
+
 describe('SQLite checkpoints', () => {
   it('copies the WAL into the database file on the worker while writes go on', async () => {
     const dir = tempDir();
@@ -39,9 +48,12 @@ describe('SQLite checkpoints', () => {
     db.close();
   });
 
-  it('keeps the WAL bounded under writes that never pause: past the limit a batch waits for a checkpoint to its end', async () => {
+  it.each([
+    { core: 'a core of its own', sharedCore: false },
+    { core: 'a shared core (low priority, hurried when writes wait)', sharedCore: true },
+  ])('keeps the WAL bounded under writes that never pause, the worker on $core: past the limit a batch waits for a checkpoint to its end', async ({ sharedCore }) => {
     const dir = tempDir();
-    const store = await openWithFiller(dir, { checkpointEveryMs: 5, walLimitFrames: 300 });
+    const store = await openWithFiller(dir, { checkpointEveryMs: 5, walLimitFrames: 300, sharedCore });
     // Twenty writers, each writing one row after another: batch after batch with no pause between.
     await Promise.all(
       Array.from({ length: 20 }, async (_, writer) => {
@@ -50,10 +62,27 @@ describe('SQLite checkpoints', () => {
     );
     expect(store.checkpoints.toEnd).toBeGreaterThan(0);
     // The file's high-water mark: the limit, plus what batches append while the checkpoint that finds
-    // the WAL past it runs (more on a loaded machine). Without the limit these writes reach about
-    // 12,000 frames.
-    expect(statSync(join(dir, 'tessera.db-wal')).size).toBeLessThan(8 * 300 * (PAGE + 24));
+    // the WAL past it runs (more on a loaded machine, and with a low-priority worker: 1,000-2,200
+    // frames either way with the other storage suites running beside). Without the limit these
+    // writes reach about 12,000 frames.
+    expect(statSync(join(dir, 'tessera.db-wal')).size).toBeLessThan(16 * 300 * (PAGE + 24));
     await store.close();
+  });
+
+  it.runIf(process.platform === 'linux')('runs the worker at the lowest priority on a shared core, and only there', async () => {
+    const before = lowestPriorityThreads();
+    const own = await openWithFiller(tempDir(), { sharedCore: false, checkpointEveryMs: 0 });
+    await writeRows(own, 0, 50);
+    await waitFor(() => own.checkpoints.periodic > 0, { timeoutMs: 5000, message: 'a checkpoint on the worker' });
+    expect(lowestPriorityThreads()).toBe(before);
+
+    const shared = await openWithFiller(tempDir(), { sharedCore: true, checkpointEveryMs: 0 });
+    await writeRows(shared, 0, 50);
+    // The worker lowers its priority before it takes its first checkpoint.
+    await waitFor(() => shared.checkpoints.periodic > 0, { timeoutMs: 5000, message: 'a checkpoint on the low-priority worker' });
+    expect(lowestPriorityThreads()).toBe(before + 1);
+    await shared.close();
+    await own.close();
   });
 
   it('closes with the store: every committed row is in the database file afterwards', async () => {

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import rateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
+import { SharedCounts } from './rate-limit-counts.ts';
 
 /** The plugin's store contract (`incr` with a Node callback; `child` per route or limiter). */
 interface CounterStore {
@@ -15,9 +16,8 @@ interface ChildOptions {
 }
 type StoreClass = new (continueExceeding: boolean, exponentialBackoff: boolean, ...rest: unknown[]) => CounterStore;
 
-// The plugin's own stores (its Redis store's Lua script: INCR + PEXPIRE in one round trip).
+// The plugin's own memory store, for when Redis is out of reach.
 const require = createRequire(import.meta.url);
-const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as StoreClass;
 const LocalStore = require('@fastify/rate-limit/store/LocalStore.js') as StoreClass;
 
 export interface RateLimitBackendOptions {
@@ -38,7 +38,7 @@ const MINUTE = 60_000;
  */
 class RedisLink {
   private down = false;
-  readonly pipeline: TurnPipeline;
+  readonly counts: SharedCounts;
   /** Set when the app closes: the connection's end is not an outage. */
   closing = false;
 
@@ -47,7 +47,7 @@ class RedisLink {
     private readonly app: FastifyInstance,
     private readonly onFallback: () => void,
   ) {
-    this.pipeline = new TurnPipeline(redis as TurnClient);
+    this.counts = new SharedCounts(redis);
     redis.on('ready', () => this.succeeded());
     redis.on('error', (error: Error) => this.failed(error));
     redis.on('close', () => this.failed(new Error('connection closed')));
@@ -75,103 +75,15 @@ class RedisLink {
   }
 }
 
-type Reply = (err: Error | null, result: unknown) => void;
-
-/**
- * The plugin's own Lua script (its Redis store defines it on the client it is given), and one
- * that runs it for several keys in one call: the counting is the plugin's, only the round trip is
- * shared. The keys come grouped by their arguments (a route's window, maximum and flags, the same
- * for all its requests), each group's arguments sent once: ARGV = n1, window, max, continue,
- * backoff, n2, ... for the first n1 keys, the next n2, and so on. The answer is one string of
- * `current ttl` pairs, which costs the client one decode where an array of pairs costs four per key.
- */
-function turnScript(): string {
-  const defined: Record<string, string> = {};
-  new RedisStore(false, false, { defineCommand: (name: string, options: { lua: string }) => (defined[name] = options.lua) });
-  const one = defined.rateLimit;
-  if (!one) throw new Error('@fastify/rate-limit: its Redis store no longer defines the rateLimit script');
-  return [
-    'local function rateLimit(KEYS, ARGV)',
-    one,
-    'end',
-    'local out, k, a = {}, 1, 1',
-    'while a < #ARGV do',
-    '  local args = {ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]}',
-    '  for _ = 1, tonumber(ARGV[a]) do',
-    '    local r = rateLimit({KEYS[k]}, args)',
-    // %d: integers as Redis would have answered them (a long backoff window is a float in Lua).
-    "    out[#out + 1] = string.format('%d %d', r[1], r[2])",
-    '    k = k + 1',
-    '  end',
-    '  a = a + 5',
-    'end',
-    'return table.concat(out, " ")',
-  ].join('\n');
-}
-
-type TurnClient = Redis & { rateLimitTurn(count: number, ...rest: unknown[]): void; rateLimitRead(...args: unknown[]): void };
-
-/** The keys of one turn that share their arguments, and their requests' callbacks, in order. */
-interface Group {
-  args: [number, number, boolean, boolean];
-  keys: string[];
-  replies: Reply[];
-}
-
-/**
- * What the plugin's Redis store calls: the `rateLimit` calls of one event-loop turn go out as one
- * script call carrying every key of the turn (one command, one write, one reply, one timeout timer
- * for all the requests of the turn, where ioredis would build, time and parse a command per
- * request). A Redis command's own cost is most of a limit's cost, so under load this divides it.
- */
-class TurnPipeline {
-  /** By the arguments' text: in practice one group per limited route. */
-  private groups = new Map<string, Group>();
-
-  constructor(private readonly redis: TurnClient) {
-    redis.defineCommand('rateLimitTurn', { lua: turnScript() });
-    new RedisStore(false, false, redis); // the plugin's read script (rateLimitRead)
-  }
-
-  /** The plugin's call: key, timeWindow, max, continueExceeding, exponentialBackoff, callback. */
-  rateLimit(key: string, timeWindow: number, max: number, continueExceeding: boolean, exponentialBackoff: boolean, reply: Reply): void {
-    if (this.groups.size === 0) setImmediate(this.flush);
-    const id = `${timeWindow} ${max} ${continueExceeding} ${exponentialBackoff}`;
-    let group = this.groups.get(id);
-    if (!group) this.groups.set(id, (group = { args: [timeWindow, max, continueExceeding, exponentialBackoff], keys: [], replies: [] }));
-    group.keys.push(key);
-    group.replies.push(reply);
-  }
-
-  rateLimitRead(...args: unknown[]): void {
-    this.redis.rateLimitRead(...args);
-  }
-
-  private readonly flush = (): void => {
-    const groups = [...this.groups.values()];
-    this.groups = new Map();
-    const keys = groups.flatMap((g) => g.keys);
-    const args = groups.flatMap((g) => [g.keys.length, ...g.args]);
-    this.redis.rateLimitTurn(keys.length, ...keys, ...args, (error: Error | null, answer: string | null) => {
-      const counts = error ? [] : answer!.split(' ');
-      let at = 0;
-      for (const group of groups) {
-        for (const reply of group.replies) {
-          if (error) reply(error, null);
-          else reply(null, [Number(counts[at]), Number(counts[at + 1])]);
-          at += 2;
-        }
-      }
-    });
-  };
-}
-
 function fallbackStore(link: RedisLink, keyPrefix: string): new (params: ChildOptions) => CounterStore {
   class FallbackStore implements CounterStore {
-    private readonly redisStore: CounterStore;
     private readonly local: CounterStore;
-    constructor(params: ChildOptions, prefix = keyPrefix) {
-      this.redisStore = new RedisStore(params.continueExceeding, params.exponentialBackoff, link.pipeline, prefix);
+    constructor(
+      params: ChildOptions,
+      private readonly prefix = keyPrefix,
+    ) {
+      // Counted in Redis by SharedCounts: a fixed window, which is all the limits here ask for.
+      if (params.continueExceeding || params.exponentialBackoff) throw new Error('Rate limits in Redis: continueExceeding and exponentialBackoff are not supported');
       this.local = new LocalStore(params.continueExceeding, params.exponentialBackoff);
     }
 
@@ -180,8 +92,8 @@ function fallbackStore(link: RedisLink, keyPrefix: string): new (params: ChildOp
         link.fellBack();
         return this.local.incr(key, cb, timeWindow, max);
       }
-      this.redisStore.incr(
-        key,
+      link.counts.incr(
+        this.prefix + key,
         (err, res) => {
           if (!err) {
             link.succeeded();
@@ -241,6 +153,7 @@ export async function registerRateLimits(app: FastifyInstance, options: RateLimi
     store = fallbackStore(link, options.keyPrefix);
     app.addHook('onClose', async () => {
       link.closing = true;
+      link.counts.close();
       redis.disconnect();
     });
   }

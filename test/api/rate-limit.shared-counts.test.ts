@@ -1,0 +1,156 @@
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { type Count, SharedCounts } from '../../src/http/rate-limit-counts.ts';
+import { SHARED_REDIS_URL, uniquePrefix } from '../support/redis.ts';
+
+const prefix = uniquePrefix('shared-counts');
+const MINUTE = 60_000;
+const probe = new Redis(SHARED_REDIS_URL);
+const clients: Redis[] = [];
+const counters: SharedCounts[] = [];
+
+/** One process's counters: its own connection, and a clock the test may move. */
+function newProcess(clock = { now: Date.now() }) {
+  const redis = new Redis(SHARED_REDIS_URL);
+  clients.push(redis);
+  const counts = new SharedCounts(redis, () => clock.now);
+  counters.push(counts);
+  return { counts, clock };
+}
+
+/** `n` requests in one event-loop turn; resolves with their answers and how many came at once. */
+async function burst(counts: SharedCounts, key: string, max: number, n: number) {
+  let atOnce = 0;
+  const answers: Promise<Count>[] = [];
+  for (let i = 0; i < n; i++) {
+    let sync = true;
+    answers.push(
+      new Promise<Count>((resolve, reject) =>
+        counts.incr(prefix + key, (err, res) => {
+          if (sync) atOnce++;
+          err ? reject(err) : resolve(res!);
+        }, MINUTE, max),
+      ),
+    );
+    sync = false;
+  }
+  return { counts: await Promise.all(answers), atOnce };
+}
+
+const inRedis = async (key: string) => Number(await probe.get(prefix + key));
+/** Until every increment sent has been answered (the next call goes when one answers). */
+const settled = () => new Promise((resolve) => setTimeout(resolve, 50));
+
+afterEach(() => {
+  for (const c of counters.splice(0)) c.close();
+  for (const r of clients.splice(0)) r.disconnect();
+});
+afterAll(async () => {
+  const keys = await probe.keys(`${prefix}*`);
+  if (keys.length) await probe.del(...keys);
+  probe.disconnect();
+});
+
+describe('SharedCounts', () => {
+  it('counts a key first seen from Redis, each request exactly once, with the window in Redis', async () => {
+    const { counts } = newProcess();
+    const first = await burst(counts, 'first', 1000, 30);
+    expect(first.atOnce).toBe(0);
+    expect(first.counts.map((c) => c.current).sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+    expect(await inRedis('first')).toBe(30);
+    const ttl = await probe.pttl(prefix + 'first');
+    expect(ttl).toBeGreaterThan(MINUTE - 5000);
+    expect(ttl).toBeLessThanOrEqual(MINUTE);
+  });
+
+  it('answers a large limit at once while its count stays within half the maximum, and still counts every request in Redis', async () => {
+    const { counts } = newProcess();
+    await burst(counts, 'large', 1000, 1);
+    const then = await burst(counts, 'large', 1000, 200);
+    expect(then.atOnce).toBe(200);
+    expect(then.counts.map((c) => c.current)).toEqual(Array.from({ length: 200 }, (_, i) => i + 2));
+    await settled();
+    expect(await inRedis('large')).toBe(201);
+  });
+
+  it('waits for Redis past half the maximum, so the requests at the limit get exact counts', async () => {
+    const { counts } = newProcess();
+    await burst(counts, 'edge', 100, 1);
+    const then = await burst(counts, 'edge', 100, 119);
+    expect(then.atOnce).toBe(49); // counts 2 to 50
+    const sorted = then.counts.map((c) => c.current).sort((a, b) => a - b);
+    expect(sorted).toEqual(Array.from({ length: 119 }, (_, i) => i + 2));
+    expect(sorted.filter((c) => c <= 100)).toHaveLength(99);
+  });
+
+  it('never decides a small limit here (sign-in, portal links): every request waits for Redis', async () => {
+    const { counts } = newProcess();
+    await burst(counts, 'small', 10, 1);
+    const then = await burst(counts, 'small', 10, 3);
+    expect(then.atOnce).toBe(0);
+    expect(then.counts.map((c) => c.current).sort()).toEqual([2, 3, 4]);
+  });
+
+  it('waits for Redis again when its last count of the key is older than 100 ms, and when the window has ended', async () => {
+    const { counts, clock } = newProcess();
+    await burst(counts, 'stale', 1000, 1);
+    expect((await burst(counts, 'stale', 1000, 1)).atOnce).toBe(1);
+    await settled();
+    clock.now += 150;
+    expect((await burst(counts, 'stale', 1000, 1)).atOnce).toBe(0);
+    expect((await burst(counts, 'stale', 1000, 1)).atOnce).toBe(1);
+    await settled();
+    clock.now += MINUTE;
+    expect((await burst(counts, 'stale', 1000, 1)).atOnce).toBe(0);
+  });
+
+  it("sees another process's counts: a key it has not counted yet is read from Redis", async () => {
+    const a = newProcess();
+    const b = newProcess();
+    await burst(a.counts, 'two', 1000, 1);
+    await burst(a.counts, 'two', 1000, 299);
+    await settled();
+    const [fromB] = (await burst(b.counts, 'two', 1000, 1)).counts;
+    expect(fromB!.current).toBe(301);
+  });
+
+  it('decides nothing here for a key another process is counting too, until its counts stop moving', async () => {
+    const a = newProcess();
+    const b = newProcess();
+    await burst(a.counts, 'busy', 1000, 1);
+    expect((await burst(a.counts, 'busy', 1000, 5)).atOnce).toBe(5);
+    await settled();
+    await burst(b.counts, 'busy', 1000, 1);
+    // A has not heard of B's request yet; the answer to this one shows it, so A then waits for Redis.
+    expect((await burst(a.counts, 'busy', 1000, 1)).atOnce).toBe(1);
+    await settled();
+    expect((await burst(a.counts, 'busy', 1000, 1)).atOnce).toBe(0);
+    // B stopped: A's last answer held only its own request.
+    expect((await burst(a.counts, 'busy', 1000, 1)).atOnce).toBe(1);
+    await settled();
+    expect(await inRedis('busy')).toBe(10);
+  });
+
+  it('two processes counting one key at once admit exactly the maximum between them', async () => {
+    const a = newProcess();
+    const b = newProcess();
+    const max = 200;
+    let admitted = 0;
+    // 40 turns of 10 requests on each, a few ms apart (a client at thousands of requests a second on
+    // each process): their counts cross half the maximum, then the maximum.
+    for (let turn = 0; turn < 40; turn++) {
+      const turns = await Promise.all([burst(a.counts, 'race', max, 10), burst(b.counts, 'race', max, 10)]);
+      admitted += turns.flatMap((t) => t.counts).filter((c) => c.current <= max).length;
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    await settled();
+    expect(await inRedis('race')).toBe(800);
+    expect(admitted).toBe(max);
+  });
+
+  it('on a Redis error the waiting requests get the error (their callers count them in memory)', async () => {
+    const { counts } = newProcess();
+    clients[0]!.disconnect();
+    await expect(burst(counts, 'down', 1000, 2)).rejects.toThrow();
+  });
+});

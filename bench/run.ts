@@ -408,14 +408,20 @@ function targets(): string[] {
   const out: string[] = [];
   const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met');
   const ratio = (r: Row) => r.rps / r.bareRps;
+  // Issue 12 sets its per-scenario targets on its setup of 20,000 licenses: judged on the smallest
+  // SQLite size run (10,000 by default, as cached as 20,000); larger sizes are reported beside them.
+  // Its scale target (below) is the one on 1,000,000.
+  const sizes = find('sqlite', 'public validate').map((r) => r.licenses ?? 0);
+  const setup = sizes.length > 0 ? Math.min(...sizes) : undefined;
+  const judged = (r: Row, ok: boolean) => (r.licenses === setup ? verdict(ok) : 'reported (the target is set at the issue\'s 20,000 licenses)');
   for (const r of find('sqlite', 'public validate')) {
-    out.push(`- Public validate, SQLite, ${fmt(r.licenses ?? 0)} licenses, access log on: ${ratio(r).toFixed(2)}x bare (target 0.6x), p99 ${r.p99} ms (target < 10): ${verdict(ratio(r) >= 0.6 && r.p99 < 10)}${r.logsOff ? `; logs off ${(r.logsOff.rps / r.bareRps).toFixed(2)}x` : ''}`);
+    out.push(`- Public validate, SQLite, ${fmt(r.licenses ?? 0)} licenses, access log on: ${ratio(r).toFixed(2)}x bare (target 0.6x), p99 ${r.p99} ms (target < 10): ${judged(r, ratio(r) >= 0.6 && r.p99 < 10)}${r.logsOff ? `; logs off ${(r.logsOff.rps / r.bareRps).toFixed(2)}x` : ''}`);
   }
   const ceilings = rows.filter((r) => r.store === 'reference');
   if (ceilings.length > 0) out.push(`  (reference routes, same requests: ${ceilings.map((r) => `${fmt(r.licenses ?? 0)}: ${r.scenario} ${ratio(r).toFixed(2)}x`).join('; ')})`);
-  for (const r of find('sqlite', 'token refresh')) out.push(`- Token refresh, SQLite, ${fmt(r.licenses ?? 0)} licenses: ${ratio(r).toFixed(2)}x bare (target 0.3x): ${verdict(ratio(r) >= 0.3)}`);
+  for (const r of find('sqlite', 'token refresh')) out.push(`- Token refresh, SQLite, ${fmt(r.licenses ?? 0)} licenses: ${ratio(r).toFixed(2)}x bare (target 0.3x): ${judged(r, ratio(r) >= 0.3)}`);
   for (const r of find('sqlite', 'public activate')) {
-    out.push(`- Public activate (durable), SQLite, ${fmt(r.licenses ?? 0)} licenses: ${ratio(r).toFixed(2)}x bare (target 0.25x), p99 ${r.p99} ms (target < 20): ${verdict(ratio(r) >= 0.25 && r.p99 < 20)}`);
+    out.push(`- Public activate (durable), SQLite, ${fmt(r.licenses ?? 0)} licenses: ${ratio(r).toFixed(2)}x bare (target 0.25x), p99 ${r.p99} ms (target < 20): ${judged(r, ratio(r) >= 0.25 && r.p99 < 20)}`);
   }
   const [small] = find('sqlite', 'public validate', 10_000);
   const [large] = find('sqlite', 'public validate', 1_000_000);

@@ -430,8 +430,9 @@ function targets(): string[] {
     const drift = (ratio(large) - ratio(small)) / ratio(small);
     const rawDrift = (large.rps - small.rps) / small.rps;
     const cpuDrift = (large.cpuPerRequestUs - small.cpuPerRequestUs) / small.cpuPerRequestUs;
+    // A scale target: 1,000,000 must not be more than 10% slower; faster (the bare runs moving) is no miss.
     out.push(
-      `- Public validate, SQLite, 1,000,000 vs 10,000 licenses: ${(drift * 100).toFixed(1)}% in × bare (${(rawDrift * 100).toFixed(1)}% req/s, ${(cpuDrift * 100).toFixed(1)}% server µs/req as measured) (target within 10%): ${verdict(Math.abs(drift) <= 0.1)}`,
+      `- Public validate, SQLite, 1,000,000 vs 10,000 licenses: ${(drift * 100).toFixed(1)}% in × bare (${(rawDrift * 100).toFixed(1)}% req/s, ${(cpuDrift * 100).toFixed(1)}% server µs/req as measured) (target: no more than 10% slower): ${verdict(drift >= -0.1)}`,
     );
   }
   const single = rows.filter((r) => !r.store.includes('×') && r.store !== 'bare' && r.store !== 'reference');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SqlLicenseRepository } from '../../src/modules/licenses/repository.ts';
 import type { LicenseFilter } from '../../src/modules/licenses/types.ts';
-import type { Store } from '../../src/storage/index.ts';
+import { queryPlan } from '../support/query-plan.ts';
 import { createTestDatabase, forEachStore } from '../support/stores.ts';
 
 /** Every filter of the dashboard's license list, first page and next page. */
@@ -15,19 +15,6 @@ const FILTERS: [string, LicenseFilter][] = [
   ['revoked', { status: 'revoked' }],
 ];
 
-async function plan(store: Store, query: { sql: string; parameters: readonly unknown[] }): Promise<string> {
-  if (store.dialect === 'sqlite') {
-    const rows = await store.read.all<{ detail: string }>({ sql: `EXPLAIN QUERY PLAN ${query.sql}`, parameters: query.parameters });
-    return rows.map((r) => r.detail).join('\n');
-  }
-  // Scans, bitmaps and sorts priced out: a plain index scan in the page's order is chosen whenever
-  // one exists, even on an empty table (whose statistics would make any plan look cheap).
-  return store.write(async (tx) => {
-    for (const setting of ['enable_seqscan', 'enable_bitmapscan', 'enable_sort']) await tx.run({ sql: `SET LOCAL ${setting} = off`, parameters: [] });
-    const rows = await tx.all<{ 'QUERY PLAN': string }>({ sql: `EXPLAIN ${query.sql}`, parameters: query.parameters });
-    return rows.map((r) => r['QUERY PLAN']).join('\n');
-  });
-}
 
 forEachStore('license search plans', (kind) => {
   describe('every filter of the dashboard list', () => {
@@ -38,7 +25,7 @@ forEachStore('license search plans', (kind) => {
         const repo = new SqlLicenseRepository(store);
         for (const [name, filter] of FILTERS) {
           for (const after of [undefined, { sort: filter.keyPrefix ? null : 1_700_000_000_000, key: 'K' }]) {
-            const text = await plan(store, repo.searchQuery('u', filter, 1_700_000_000_000, { limit: 51, after }).compile());
+            const text = await queryPlan(store, repo.searchQuery('u', filter, 1_700_000_000_000, { limit: 51, after }).compile());
             if (kind === 'sqlite') {
               expect(text, name).toMatch(/SEARCH licenses USING (COVERING )?INDEX/);
               expect(text, name).not.toMatch(/SCAN licenses|USE TEMP B-TREE FOR ORDER BY/);

@@ -42,17 +42,20 @@ export class SqlAuditRepository implements AuditRepository {
     );
   }
 
-  async list(accountId: string, licenseKey: string, { limit, before }: { limit: number; before?: string }): Promise<AuditEntry[]> {
-    const rows = await this.store.read.all(
-      this.store.db
-        .selectFrom('audit_events')
-        .selectAll()
-        .where('user_id', '=', accountId)
-        .where('license_key', '=', licenseKey)
-        .$if(before !== undefined, (q) => q.where('id', '<', before!))
-        .orderBy('id', 'desc')
-        .limit(limit),
-    );
+  /** A page of one license's entries, newest first: a walk of `audit_events_license_idx` (the account checked on each row). */
+  listQuery(accountId: string, licenseKey: string, { limit, before }: { limit: number; before?: string }) {
+    return this.store.db
+      .selectFrom('audit_events')
+      .selectAll()
+      .where('user_id', '=', accountId)
+      .where('license_key', '=', licenseKey)
+      .$if(before !== undefined, (q) => q.where('id', '<', before!))
+      .orderBy('id', 'desc')
+      .limit(limit);
+  }
+
+  async list(accountId: string, licenseKey: string, options: { limit: number; before?: string }): Promise<AuditEntry[]> {
+    const rows = await this.store.read.all(this.listQuery(accountId, licenseKey, options));
     return rows.map((r) => ({
       id: r.id,
       accountId: r.user_id,

@@ -8,6 +8,7 @@ import * as m006Dashboard from './006_dashboard.ts';
 import * as m007WebhooksAudit from './007_webhooks_audit.ts';
 import * as m008Idempotency from './008_idempotency.ts';
 import * as m009Hardening from './009_hardening.ts';
+import * as m010AuditLicenseIndex from './010_audit_license_index.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -24,6 +25,7 @@ export const migrations: Record<string, Migration> = {
   '007_webhooks_audit': m007WebhooksAudit,
   '008_idempotency': m008Idempotency,
   '009_hardening': m009Hardening,
+  '010_audit_license_index': m010AuditLicenseIndex,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -17,6 +17,13 @@ export const DECIDED_HERE_FROM = 100;
 const SHARE_DECIDED_HERE = 0.5;
 /** ...and Redis answered for the key this recently, so other processes' counts are seen. */
 const FRESH_MS = 100;
+/**
+ * Keys remembered at most (one per client address and limit): many addresses in one window must
+ * not grow the process's memory without bound. A key forgotten early only waits for Redis once.
+ */
+const MAX_KEYS = 10_000;
+/** Forgotten at a time when full (the oldest idle ones): the scan is paid once per this many new keys. */
+const FORGET_AT_ONCE = 100;
 
 /**
  * Adds each key's increment and starts its window on the first; answers "current ttl" per key, in
@@ -83,6 +90,7 @@ export class SharedCounts {
   constructor(
     private readonly redis: Redis,
     private readonly now: () => number = Date.now,
+    private readonly maxKeys = MAX_KEYS,
   ) {
     redis.defineCommand('tesseraRateLimitAdd', { lua: ADD_SCRIPT });
     // Forget keys whose window has ended: one entry per client address and limit would pile up.
@@ -93,7 +101,10 @@ export class SharedCounts {
   incr(key: string, answer: Answer, window: number, max: number): void {
     const now = this.now();
     let entry = this.entries.get(key);
-    if (!entry) this.entries.set(key, (entry = { key, window, shared: 0, sharedWithOthers: true, answeredAt: 0, resetAt: 0, sent: 0, pending: 0, waiting: [] }));
+    if (!entry) {
+      if (this.entries.size >= this.maxKeys) this.forgetOldest();
+      this.entries.set(key, (entry = { key, window, shared: 0, sharedWithOthers: true, answeredAt: 0, resetAt: 0, sent: 0, pending: 0, waiting: [] }));
+    }
     if (entry.pending++ === 0) this.dirty.push(entry);
     this.schedule();
     const current = entry.shared + entry.sent + entry.pending;
@@ -167,7 +178,19 @@ export class SharedCounts {
   private sweep(): void {
     const now = this.now();
     for (const [key, entry] of this.entries) {
-      if (entry.resetAt <= now && entry.sent === 0 && entry.pending === 0 && entry.waiting.length === 0) this.entries.delete(key);
+      if (entry.resetAt <= now && idle(entry)) this.entries.delete(key);
+    }
+  }
+
+  /** The oldest keys with nothing in flight, in insertion order (a Map's): their next request asks Redis. */
+  private forgetOldest(): void {
+    let forgotten = 0;
+    for (const [key, entry] of this.entries) {
+      if (!idle(entry)) continue;
+      this.entries.delete(key);
+      if (++forgotten === FORGET_AT_ONCE) return;
     }
   }
 }
+
+const idle = (entry: Entry): boolean => entry.sent === 0 && entry.pending === 0 && entry.waiting.length === 0;

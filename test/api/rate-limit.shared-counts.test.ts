@@ -10,10 +10,10 @@ const clients: Redis[] = [];
 const counters: SharedCounts[] = [];
 
 /** One process's counters: its own connection, and a clock the test may move. */
-function newProcess(clock = { now: Date.now() }) {
+function newProcess(clock = { now: Date.now() }, maxKeys?: number) {
   const redis = new Redis(SHARED_REDIS_URL);
   clients.push(redis);
-  const counts = new SharedCounts(redis, () => clock.now);
+  const counts = new SharedCounts(redis, () => clock.now, maxKeys);
   counters.push(counts);
   return { counts, clock };
 }
@@ -146,6 +146,24 @@ describe('SharedCounts', () => {
     await settled();
     expect(await inRedis('race')).toBe(800);
     expect(admitted).toBe(max);
+  });
+
+  it('remembers a bounded number of keys: past it the oldest idle ones are forgotten, and still counted exactly', async () => {
+    // A clock that stands still: no view goes stale, so only forgetting can make the key wait.
+    const { counts } = newProcess({ now: Date.now() }, 150);
+    await burst(counts, 'kept', 1000, 1);
+    expect((await burst(counts, 'kept', 1000, 1)).atOnce).toBe(1);
+    // 300 other clients, one request each: more keys than the process keeps.
+    for (let i = 0; i < 300; i += 50) {
+      await Promise.all(Array.from({ length: 50 }, (_, j) => burst(counts, `client-${i + j}`, 1000, 1)));
+    }
+    await settled();
+    // The first key was forgotten: its next request asks Redis, which still has every count.
+    const again = await burst(counts, 'kept', 1000, 1);
+    expect(again.atOnce).toBe(0);
+    expect(again.counts[0]!.current).toBe(3);
+    expect(await inRedis('client-0')).toBe(1);
+    expect(await inRedis('client-299')).toBe(1);
   });
 
   it('on a Redis error the waiting requests get the error (their callers count them in memory)', async () => {

@@ -6,7 +6,7 @@ import { createServices, type Services } from '../../src/services.ts';
 import type { Store } from '../../src/storage/index.ts';
 import { Outbox } from '../../src/modules/outbox/outbox.ts';
 import { MAIL_JOB, mailConsumer } from '../../src/modules/mail/queue.ts';
-import { createMailTransport } from '../../src/modules/mail/transport.ts';
+import { createMailTransport, SENDS_AT_ONCE } from '../../src/modules/mail/transport.ts';
 import type { MailTransport, OutgoingMail } from '../../src/modules/mail/types.ts';
 import { OutboxWorker, retryDelay } from '../../src/modules/outbox/worker.ts';
 import { CapturingTransport, waitUntil, outboxFor } from '../support/mail.ts';
@@ -14,7 +14,7 @@ import { createTestDatabase, forEachStore, type StoreKind, type TestDatabase } f
 
 const quiet = { info() {}, warn() {}, error() {} };
 const message = (to: string, subject = 'Hello'): OutgoingMail => ({ kind: 'test', to, replyTo: null, subject, text: `Body for ${to}`, html: `<p>Body for ${to}</p>` });
-const settings = { pollMs: 20, leaseMs: 60_000, batchSize: 5, concurrency: 10, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 };
+const settings = { pollMs: 20, queuedWaitMs: 0, leaseMs: 60_000, batchSize: 5, concurrency: 10, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 };
 
 /** A clock tests move by hand: leases and retry times pass without waiting. */
 function manualClock(start = Date.now()) {
@@ -175,6 +175,46 @@ forEachStore('general outbox (e-mail on it)', (kind) => {
     expect(row).toMatchObject({ status: 'pending', attempts: 0 });
   });
 
+  it(`sends at most ${SENDS_AT_ONCE} e-mails at a time, and every one`, async () => {
+    let inFlight = 0;
+    let most = 0;
+    const sent: string[] = [];
+    const slow: MailTransport = {
+      description: 'slow',
+      async send(mail) {
+        most = Math.max(most, ++inFlight);
+        await new Promise((r) => setTimeout(r, 5));
+        inFlight--;
+        sent.push(mail.to);
+      },
+      close() {},
+    };
+    const to = Array.from({ length: 8 }, (_, i) => `at-once-${i}@example.com`);
+    for (const address of to) await queue(message(address));
+    await mailWorker(slow).drain();
+    expect(sent.filter((a) => a.startsWith('at-once-')).sort()).toEqual([...to].sort());
+    // The worker holds up to five jobs at once (its batch): the e-mails among them wait their turn.
+    expect(most).toBe(SENDS_AT_ONCE);
+    for (const address of to) expect((await outboxFor(ctx.store, address))[0]).toMatchObject({ status: 'done', attempts: 1 });
+  });
+
+  it('does not hold up other kinds of jobs behind e-mails waiting their turn', async () => {
+    let release!: () => void;
+    const blocked = new Promise<void>((resolve) => (release = resolve));
+    const sent: string[] = [];
+    const stuck: MailTransport = { description: 'stuck', send: async (mail) => (await blocked, void sent.push(mail.to)), close() {} };
+    const handled: unknown[] = [];
+    const worker = new OutboxWorker(ctx.services.outbox, { [MAIL_JOB]: mailConsumer(stuck), 'other-kind': { description: 'other', handle: async (job) => void handled.push(job.payload) } }, quiet, settings);
+    for (let i = 0; i < SENDS_AT_ONCE + 1; i++) await queue(message(`waiting-${i}@example.com`));
+    await ctx.services.units.run((unit) => ctx.services.outbox.enqueue(unit, 'other-kind', { n: 1 }));
+    const drained = worker.drain();
+    await waitUntil(() => handled.length === 1);
+    expect(sent).toEqual([]); // the e-mails are still stuck (and one waits for a slot)
+    release();
+    await drained;
+    expect(sent.filter((a) => a.startsWith('waiting-'))).toHaveLength(SENDS_AT_ONCE + 1);
+  });
+
   it('writes .eml files under DATA_DIR/outbox when SMTP_URL is not set', async () => {
     const logged: object[] = [];
     const transport = createMailTransport({ mailFrom: 'Shop <sales@shop.example>', dataDir: ctx.config.dataDir }, { info: (o) => logged.push(o) });
@@ -208,6 +248,31 @@ forEachStore('general outbox (e-mail on it)', (kind) => {
     expect((await outboxFor(ctx.store, 'hung@example.com'))[0]!.status).toBe('pending');
   });
 
+  it('claims the jobs this process queues within a few milliseconds in one write', async () => {
+    const outbox = new Outbox(ctx.store);
+    const claims: number[] = [];
+    const claim = outbox.claim.bind(outbox);
+    outbox.claim = async (...args) => {
+      const jobs = await claim(...args);
+      if (jobs.length > 0) claims.push(jobs.length);
+      return jobs;
+    };
+    const transport = new CapturingTransport();
+    // A window far longer than the three commits below take, however slow the machine; no poll meanwhile.
+    const worker = mailWorker(transport, { queuedWaitMs: 300, pollMs: 60_000 }, outbox);
+    worker.start();
+    await waitUntil(() => !(worker as unknown as { running?: unknown }).running); // its first look found nothing
+    const to = ['soon-1@example.com', 'soon-2@example.com', 'soon-3@example.com'];
+    // One after another, 30 ms apart, each committed on its own: claimed at once, the first would go alone.
+    for (const address of to) {
+      await ctx.services.units.run((unit) => outbox.enqueue(unit, MAIL_JOB, message(address)));
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    for (const address of to) await transport.waitFor(address);
+    await worker.stop();
+    expect(claims).toEqual([3]);
+  });
+
   it('starts and stops cleanly, leaving unclaimed jobs queued', async () => {
     const transport = new CapturingTransport();
     const worker = mailWorker(transport);
@@ -216,8 +281,8 @@ forEachStore('general outbox (e-mail on it)', (kind) => {
     await transport.waitFor('running@example.com');
     await worker.stop();
     await queue(message('after-stop@example.com'));
-    // The queued-job hint fires on a zero timer; a worker still listening would claim in the next batch.
-    await new Promise((r) => setTimeout(r, 0));
+    // A worker still listening would claim right after the job was queued (queuedWaitMs 0 here).
+    await new Promise((r) => setTimeout(r, 20));
     await ctx.store.write(async () => {});
     expect(transport.sent.map((m) => m.to)).not.toContain('after-stop@example.com');
     expect((await outboxFor(ctx.store, 'after-stop@example.com'))[0]).toMatchObject({ status: 'pending', attempts: 0 });

@@ -75,7 +75,7 @@ forEachStore('webhook delivery through the outbox', (kind: StoreKind) => {
       ctx.services.outbox,
       { [WEBHOOK_JOB]: ctx.services.jobConsumers[WEBHOOK_JOB]!, [MAIL_JOB]: mailConsumer(ctx.mail) },
       quiet,
-      { pollMs: 20, leaseMs: 60_000, batchSize: 50, concurrency: 16, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 },
+      { pollMs: 20, queuedWaitMs: 0, leaseMs: 60_000, batchSize: 50, concurrency: 16, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 },
       ctx.clock,
     );
   const endpoint = (events = ['*']) => ctx.services.webhooks.create(principal, { url: ctx.receiver.url, events });

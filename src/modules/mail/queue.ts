@@ -1,6 +1,7 @@
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Outbox } from '../outbox/outbox.ts';
 import type { JobConsumer } from '../outbox/worker.ts';
+import { SENDS_AT_ONCE } from './transport.ts';
 import type { MailTransport, OutgoingMail } from './types.ts';
 
 /** The outbox job kind e-mail travels as. */
@@ -20,6 +21,7 @@ export class MailQueue {
 export function mailConsumer(transport: MailTransport): JobConsumer {
   return {
     description: transport.description,
+    concurrency: SENDS_AT_ONCE,
     handle: (job) => transport.send({ ...(job.payload as OutgoingMail), id: job.id, attempts: job.attempts, createdAt: job.createdAt }),
     close: () => transport.close(),
   };

@@ -18,6 +18,13 @@ export interface JobConsumer {
   retryAt?(job: Job, now: number): number | null;
   /** How long a claim of this kind holds (ms), when shorter than the worker's lease. */
   readonly leaseMs?: number;
+  /**
+   * At most this many jobs of this kind handled at once (default: as many as the worker holds);
+   * the others claimed wait their turn. For work that keeps the event loop busy (building an
+   * e-mail) or goes through a fixed pool (SMTP connections): more at once only crowds out the
+   * requests the process serves meanwhile.
+   */
+  readonly concurrency?: number;
   /** Releases what the consumer holds (connections) when the worker stops. */
   close?(): void;
 }
@@ -28,6 +35,12 @@ export type Housekeeping = (now: number) => Promise<unknown>;
 export interface WorkerSettings {
   /** How often an idle worker looks for due jobs (ms). */
   pollMs: number;
+  /**
+   * How long the worker waits, after this process queued a job, before it claims (ms): the jobs
+   * queued meanwhile are claimed in one write, where claiming each as it comes costs a write (a
+   * commit and its sync) per job whenever requests arrive one at a time.
+   */
+  queuedWaitMs: number;
   /** How long a claim holds before another worker may retry the job (ms). */
   leaseMs: number;
   /** Jobs claimed per statement. */
@@ -45,6 +58,7 @@ export interface WorkerSettings {
 
 export const DEFAULT_WORKER_SETTINGS: WorkerSettings = {
   pollMs: 1000,
+  queuedWaitMs: 10,
   leaseMs: 5 * 60_000,
   batchSize: 50,
   concurrency: 64,
@@ -96,9 +110,13 @@ export class OutboxWorker {
   /** Finished jobs waiting to be marked done together (completeLater). */
   private finished: { id: string; resolve: () => void; reject: (error: unknown) => void }[] = [];
   private finishTimer: NodeJS.Timeout | undefined;
+  /** A wake-up shortly after a job was queued here (queuedWaitMs). */
+  private queuedTimer: NodeJS.Timeout | undefined;
 
   private readonly kinds: readonly string[];
   private readonly leaseByKind: Record<string, number>;
+  /** The kinds handled a limited number at a time (JobConsumer.concurrency). */
+  private readonly gates: Map<string, Gate>;
 
   constructor(
     private readonly outbox: Outbox,
@@ -111,13 +129,14 @@ export class OutboxWorker {
     // Only kinds this process can handle are claimed: a newer process's kinds wait for it.
     this.kinds = Object.keys(consumers);
     this.leaseByKind = Object.fromEntries(Object.entries(consumers).flatMap(([kind, c]) => (c.leaseMs === undefined ? [] : [[kind, c.leaseMs]])));
+    this.gates = new Map(Object.entries(consumers).flatMap(([kind, c]) => (c.concurrency === undefined ? [] : [[kind, new Gate(c.concurrency)]])));
   }
 
   start(): void {
     if (this.started) return;
     this.started = true;
     this.stopping = false;
-    this.unsubscribe = this.outbox.onQueued(() => this.wake());
+    this.unsubscribe = this.outbox.onQueued(() => this.wakeSoon());
     const consumers = Object.fromEntries(Object.entries(this.consumers).map(([kind, c]) => [kind, c.description]));
     this.log.info({ consumers }, 'outbox worker started');
     this.wake();
@@ -133,10 +152,19 @@ export class OutboxWorker {
     this.started = false;
     this.unsubscribe?.();
     clearTimeout(this.timer);
+    clearTimeout(this.queuedTimer);
+    this.queuedTimer = undefined;
     let grace: NodeJS.Timeout | undefined;
     await Promise.race([this.running, new Promise((resolve) => (grace = setTimeout(resolve, graceMs)))]);
     clearTimeout(grace);
     for (const consumer of Object.values(this.consumers)) consumer.close?.();
+  }
+
+  private wakeSoon(): void {
+    this.queuedTimer ??= setTimeout(() => {
+      this.queuedTimer = undefined;
+      this.wake();
+    }, this.settings.queuedWaitMs);
   }
 
   private wake(): void {
@@ -222,8 +250,10 @@ export class OutboxWorker {
   }
 
   private async attempt(job: Job): Promise<void> {
+    const consumer = this.consumers[job.kind]!;
+    const handle = () => consumer.handle(job);
     try {
-      if ((await this.consumers[job.kind]!.handle(job)) !== 'completed') await this.completeLater(job.id);
+      if ((await (this.gates.get(job.kind)?.run(handle) ?? handle())) !== 'completed') await this.completeLater(job.id);
     } catch (err) {
       const retryAt = this.retryAt(job);
       const giveUp = retryAt === null;
@@ -265,6 +295,27 @@ export class OutboxWorker {
     await this.outbox.purgeDone(now - this.settings.keepDoneMs);
     for (const task of this.housekeeping) {
       await task(now).catch((err) => this.log.error({ err }, 'outbox housekeeping failed; retrying in an hour'));
+    }
+  }
+}
+
+/** Runs at most `limit` calls at once; the others wait their turn, first come, first served. */
+class Gate {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.running < this.limit) this.running++;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await work();
+    } finally {
+      // The slot passes straight to the next in line.
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
     }
   }
 }

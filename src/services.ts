@@ -11,7 +11,7 @@ import { SqlAuditRepository } from './modules/audit/repository.ts';
 import { AuditService } from './modules/audit/service.ts';
 import { SqlApiKeyRepository } from './modules/api-keys/repository.ts';
 import { ApiKeyService } from './modules/api-keys/service.ts';
-import { SqlIdempotencyRepository } from './modules/idempotency/repository.ts';
+import { idempotencyRepository } from './modules/idempotency/repository.ts';
 import { IDEMPOTENCY_PURGE_BATCH, IdempotencyService } from './modules/idempotency/service.ts';
 import { SqlLicenseTokenRepository } from './modules/license-tokens/repository.ts';
 import { LicenseTokenService } from './modules/license-tokens/service.ts';
@@ -90,7 +90,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const webhooks = new WebhookService(webhookRepo, units, outbox, licenses, webhookSecrets, webhookSettings.allowPrivate, clock);
   events.subscribe((event, unit) => webhooks.onEvent(event, unit));
   jobConsumers[WEBHOOK_JOB] = new WebhookDeliverer(webhookRepo, units, new WebhookSender(webhookSettings), webhookSecrets, accounts, mail, outbox, clock);
-  const idempotency = new IdempotencyService(new SqlIdempotencyRepository(store), (work) => store.write(work, { awaitSync: false }), clock, new SecretBox(secretKey, 'idempotent-answers'));
+  const idempotency = new IdempotencyService(idempotencyRepository(store), (work) => store.write(work, { awaitSync: false }), clock, new SecretBox(secretKey, 'idempotent-answers'));
   /** Upkeep the outbox worker runs about hourly. */
   const housekeeping: Housekeeping[] = [
     (now) => audit.purge(now, (options.auditRetentionDays ?? 365) * DAY),

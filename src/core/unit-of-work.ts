@@ -48,7 +48,8 @@ export class EventBus {
  * durable write as the change it guards (http/idempotency.ts).
  */
 export interface UnitGuest {
-  enter(unit: Unit): Promise<void>;
+  /** Before the caller's work, inside the unit; undefined when it has nothing to write there. */
+  enter(unit: Unit): Promise<void> | undefined;
   /** After the caller's work, still inside the unit, with the value it returned. */
   leave?(unit: Unit, value: unknown): Promise<void>;
   settled(committed: boolean): void;

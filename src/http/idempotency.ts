@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import { inviteToFirstUnit } from '../core/unit-of-work.ts';
-import type { Hold, IdempotencyService } from '../modules/idempotency/service.ts';
+import type { Claim, Hold, IdempotencyService } from '../modules/idempotency/service.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -23,11 +23,11 @@ const METHODS = new Set(['POST', 'PUT', 'PATCH']);
 const MAX_KEY_LENGTH = 255;
 
 function requestHash(req: FastifyRequest): string {
-  const hash = createHash('sha256').update(`${req.method} ${req.url}\n`);
+  const head = `${req.method} ${req.url}\n`;
   const body = req.body;
-  if (Buffer.isBuffer(body) || typeof body === 'string') hash.update(body);
-  else if (body !== undefined && body !== null) hash.update(JSON.stringify(body));
-  return hash.digest('base64url');
+  if (Buffer.isBuffer(body)) return createHash('sha256').update(head).update(body).digest('base64url');
+  // One call for the usual JSON body: the one-shot digest skips the Hash object.
+  return hash('sha256', body === undefined || body === null ? head : head + (typeof body === 'string' ? body : JSON.stringify(body)), 'base64url');
 }
 
 function keyOf(req: FastifyRequest): string | undefined {
@@ -77,80 +77,91 @@ export function documentIdempotencyKey<T extends { paths?: object }>(document: T
  */
 export function registerIdempotency(app: FastifyInstance, idempotency: IdempotencyService): void {
   app.decorateRequest('idempotencyHold', null);
+  app.addHook('onReady', () => idempotency.prepare());
 
   app.addHook('preHandler', (req, reply, done) => {
     if (!METHODS.has(req.method) || req.headers['idempotency-key'] === undefined) return done();
-    // A replayed answer is already sent: the chain stops there (no done(), as Fastify asks).
-    claim(req, reply).then((hold) => {
-      if (hold === REPLAYED) return;
-      req.idempotencyHold = hold;
-      // The handler runs within done() when this is the route's last preHandler; a unit it opens
-      // before its first await takes the hold in (otherwise the hold stores itself with the answer).
-      inviteToFirstUnit(hold, done);
-    }, done);
+    let claim: Claim | Promise<Claim>;
+    try {
+      claim = idempotency.claim(req.principal.accountId, keyOf(req)!, requestHash(req), req.routeOptions.config.answerHoldsSecret === true);
+    } catch (error) {
+      return done(error as Error);
+    }
+    // A new key on SQLite is claimed at once (no read, no promise); others after a look at the store.
+    if (claim instanceof Promise) claim.then((c) => proceed(req, reply, c, done), done);
+    else proceed(req, reply, claim, done);
   });
 
-  /** Claims the request's key, or replays the stored answer, or throws 409 / 422. */
-  async function claim(req: FastifyRequest, reply: FastifyReply): Promise<Hold | typeof REPLAYED> {
-    const key = keyOf(req)!;
-    const result = await idempotency.claim(req.principal.accountId, key, requestHash(req), req.routeOptions.config.answerHoldsSecret === true);
-    switch (result.outcome) {
+  /** Runs the request with its hold, or replays the stored answer, or answers 409 / 422. */
+  function proceed(req: FastifyRequest, reply: FastifyReply, claim: Claim, done: (error?: Error) => void): void {
+    switch (claim.outcome) {
       case 'claimed':
-        return result.hold;
+        req.idempotencyHold = claim.hold;
+        // The handler runs within done() when this is the route's last preHandler; a unit it opens
+        // before its first await takes the hold in (otherwise the hold stores itself with the answer).
+        return inviteToFirstUnit(claim.hold, done);
       case 'in_use':
-        throw new AppError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry later.');
+        return done(new AppError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry later.'));
       case 'reused':
-        throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used with another request.');
+        return done(new AppError('idempotency_key_reused', 'This Idempotency-Key was used with another request.'));
       case 'replay': {
-        const { status, contentType, body } = result.response;
+        // The answer is sent: the chain stops here (no done(), as Fastify asks).
+        const { status, contentType, body } = claim.response;
         void reply.code(status).header('idempotent-replayed', 'true');
         if (contentType) void reply.type(contentType);
         void reply.send(body);
-        return REPLAYED;
       }
     }
   }
 
-  app.addHook('onSend', async (req, reply, payload) => {
+  app.addHook('onSend', (req, reply, payload, done) => {
     const hold = req.idempotencyHold;
-    if (hold === null) return payload;
+    if (hold === null) return done(null, payload);
     req.idempotencyHold = null;
-    await settle(req.log, hold, reply, payload);
-    return payload;
+    const settled = settle(req.log, hold, reply, payload);
+    if (settled) void settled.then(() => done(null, payload));
+    else done(null, payload);
   });
 }
-
-const REPLAYED = Symbol('replayed');
 
 /**
  * A route whose answer (200, JSON) is `view` of what its service call's unit of work returns:
  * with an Idempotency-Key, the answer is rendered inside that unit and recorded with the change,
- * one write instead of the change's record and then the answer in a unit of its own. The answer
- * sent is the same view of the same value; if it differs after all, it is stored as usual.
+ * one write instead of the change's record and then the answer in a unit of its own. That rendering
+ * is then the answer sent (already serialized, so Fastify sends it as it is): what a retry replays is
+ * byte for byte what the client got. Without a key the route answers the view as any route does.
  */
 export async function answeredInUnit<V, R extends object>(req: FastifyRequest, reply: FastifyReply, view: (value: V) => R, call: () => Promise<V>): Promise<R> {
+  const hold = req.idempotencyHold;
+  if (!hold) return view(await call());
+  let rendered: { from: unknown; body: string } | undefined;
   // Set before `call` opens its unit (synchronously), which takes the hold in.
-  req.idempotencyHold?.answerFrom((value) => ({ status: 200, contentType: JSON_TYPE, body: reply.serializeInput(view(value as V) as Record<string, unknown>, '200') as string }));
-  return view(await call());
+  hold.answerFrom((value) => {
+    rendered = { from: value, body: reply.serializeInput(view(value as V) as Record<string, unknown>, '200') as string };
+    return { status: 200, contentType: JSON_TYPE, body: rendered.body };
+  });
+  const value = await call();
+  // Not rendered in the unit (see Hold.leave), or the call answered another value than its unit's: the view of it.
+  if (rendered?.from !== value) return view(value);
+  void reply.type(JSON_TYPE);
+  return rendered.body as unknown as R;
 }
 
 /** What Fastify sends a serialized JSON answer as. */
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-async function settle(log: FastifyBaseLogger, hold: Hold, reply: FastifyReply, payload: unknown): Promise<void> {
+/** Stores the answer (or frees the key); undefined when there was nothing to wait for (the answer was recorded with the change). */
+function settle(log: FastifyBaseLogger, hold: Hold, reply: FastifyReply, payload: unknown): Promise<void> | undefined {
   const storable = typeof payload === 'string' || Buffer.isBuffer(payload) || payload === null || payload === undefined;
-  try {
-    // A 5xx whose change never committed frees the key for the retry; once the change committed,
-    // its answer is stored like any other (a retry must never run it again), 5xx or not.
-    if ((reply.statusCode >= 500 && !hold.changed) || !storable) return await hold.release();
-    const contentType = reply.getHeader('content-type');
-    await hold.complete({
-      status: reply.statusCode,
-      contentType: typeof contentType === 'string' ? contentType : null,
-      body: payload === null || payload === undefined ? '' : String(payload),
-    });
-  } catch (error) {
+  // A 5xx whose change never committed frees the key for the retry; once the change committed,
+  // its answer is stored like any other (a retry must never run it again), 5xx or not.
+  const contentType = reply.getHeader('content-type');
+  const work =
+    (reply.statusCode >= 500 && !hold.changed) || !storable
+      ? hold.release()
+      : hold.complete({ status: reply.statusCode, contentType: typeof contentType === 'string' ? contentType : null, body: payload === null || payload === undefined ? '' : String(payload) });
+  return work?.catch((error: unknown) => {
     // The answer goes out anyway; a retry then gets 409 (change recorded) or, after the lease, runs.
     log.error({ err: error }, 'could not store the idempotent answer');
-  }
+  });
 }

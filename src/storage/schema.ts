@@ -1,4 +1,4 @@
-import type { ColumnType, Selectable } from 'kysely';
+import type { ColumnType, Generated, Selectable } from 'kysely';
 
 /**
  * Table types shared by both stores. Timestamps are epoch milliseconds (bigint in PostgreSQL,
@@ -240,8 +240,16 @@ export interface AuditEventsTable {
 
 /** Server-API idempotency keys (see http/idempotency.ts); a null status means still in flight. */
 export interface IdempotencyKeysTable {
+  /**
+   * SQLite only (migration 011): the row's place in the order rows were written, its rowid. The
+   * SQLite store finds a key's row through an index in memory (modules/idempotency/sqlite-keys.ts);
+   * PostgreSQL keys the rows by (account_id, idem_key) and has no such column.
+   */
+  id: Generated<number>;
   account_id: string;
   idem_key: string;
+  /** SQLite only (migration 011): modules/idempotency/key-hash.ts of the account and key, for that index. */
+  key_hash: ColumnType<number, number | undefined, never>;
   request_hash: string;
   response_status: number | null;
   response_type: string | null;

@@ -34,7 +34,8 @@ export class StoreUnits implements UnitRunner {
     try {
       const value = await this.store.write(async (tx) => {
         const unit = new StoreUnit(tx, this.bus);
-        await guest.enter(unit);
+        const entering = guest.enter(unit);
+        if (entering) await entering;
         const result = await work(unit);
         await guest.leave?.(unit, result);
         return result;

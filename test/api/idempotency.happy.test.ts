@@ -3,7 +3,7 @@ import { expect, it } from 'vitest';
 import { SecretBox } from '../../src/core/secret-box.ts';
 import { inviteToFirstUnit } from '../../src/core/unit-of-work.ts';
 import { IdempotencyService } from '../../src/modules/idempotency/service.ts';
-import { SqlIdempotencyRepository } from '../../src/modules/idempotency/repository.ts';
+import { idempotencyRepository } from '../../src/modules/idempotency/repository.ts';
 import { call, createProduct, createTenant, useTestApp } from '../support/app.ts';
 import { forEachStore } from '../support/stores.ts';
 
@@ -125,7 +125,7 @@ forEachStore('Idempotency-Key', (kind) => {
   it('expires keys after 24 hours (a later request runs anew) and purges them', async () => {
     const t = await createTenant(ctx);
     let now = 1_800_000_000_000;
-    const service = new IdempotencyService(new SqlIdempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now, new SecretBox(ctx.config.secretKey, 'idempotent-answers'));
+    const service = new IdempotencyService(idempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now, new SecretBox(ctx.config.secretKey, 'idempotent-answers'));
     const first = await service.claim(t.userId, 'k', 'h1');
     expect(first.outcome).toBe('claimed');
     expect(await service.claim(t.userId, 'k', 'h1')).toEqual({ outcome: 'in_use' });
@@ -146,7 +146,7 @@ forEachStore('Idempotency-Key', (kind) => {
   it('an answer rendered from the unit is recorded with the change; an answer sent otherwise, or not renderable, is stored after it', async () => {
     const t = await createTenant(ctx);
     const now = 1_800_000_000_000;
-    const process = () => new IdempotencyService(new SqlIdempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now, new SecretBox(ctx.config.secretKey, 'idempotent-answers'));
+    const process = () => new IdempotencyService(idempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now, new SecretBox(ctx.config.secretKey, 'idempotent-answers'));
     const json = (status: number, body: string) => ({ status, contentType: 'application/json', body });
     const run = async (key: string, render: (value: unknown) => ReturnType<typeof json>, sent: ReturnType<typeof json>) => {
       const claim = await process().claim(t.userId, key, 'h');
@@ -178,7 +178,7 @@ forEachStore('Idempotency-Key', (kind) => {
     const t = await createTenant(ctx);
     let now = 1_800_000_000_000;
     // A service per "process": a new one knows nothing of the claims the dead one held in memory.
-    const process = () => new IdempotencyService(new SqlIdempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now, new SecretBox(ctx.config.secretKey, 'idempotent-answers'));
+    const process = () => new IdempotencyService(idempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now, new SecretBox(ctx.config.secretKey, 'idempotent-answers'));
     const dead = await process().claim(t.userId, 'not-run', 'h');
     expect(dead.outcome).toBe('claimed');
     const ran = await process().claim(t.userId, 'ran', 'h');

@@ -4,12 +4,16 @@ import type { Store } from '../../storage/index.ts';
 import { Prepared } from '../../storage/prepared.ts';
 import type { Executor } from '../../storage/store.ts';
 import { executorOf } from '../../storage/unit-of-work.ts';
-import type { IdempotencyRepository, KeyRow } from './service.ts';
+import { type Found, keyRow, type Params, type RowParams, rowParams } from './rows.ts';
+import type { IdempotencyRepository, KeyRow, SharedKeys } from './service.ts';
+import { SqliteKeys } from './sqlite-keys.ts';
 
 const NULL = sql<null>`null`;
 
-type Params = { account: string; key: string; hash: string; lockedUntil: number; expiresAt: number };
-type Found = { request_hash: string; response_status: number | null; response_type: string | null; response_body: string | null; locked_until: number; expires_at: number };
+/** The keys on `store`: in memory over an append-only table when one process owns it (SQLite), claim rows when processes share it. */
+export function idempotencyRepository(store: Store): IdempotencyRepository {
+  return store.dialect === 'sqlite' ? new SqliteKeys(store) : new SharedKeyRows(store);
+}
 
 /** On every keyed request: built once, bound per call (no query building per request). */
 function statements(store: Store) {
@@ -39,7 +43,7 @@ function statements(store: Store) {
         .where('account_id', '=', p('account'))
         .where('idem_key', '=', p('key')),
     ),
-    put: new Prepared<Params & { status: number | null; type: string | null; body: string | null }, never>((p) =>
+    put: new Prepared<RowParams, never>((p) =>
       db
         .insertInto('idempotency_keys')
         .values({
@@ -68,41 +72,41 @@ function statements(store: Store) {
   };
 }
 
-const params = (r: KeyRow): Params => ({ account: r.accountId, key: r.key, hash: r.hash, lockedUntil: r.lockedUntil, expiresAt: r.expiresAt });
-
-export class SqlIdempotencyRepository implements IdempotencyRepository {
-  readonly singleProcess: boolean;
+/**
+ * PostgreSQL: a row per key, keyed by `(account_id, idem_key)`; a claim is that row, inserted before
+ * the request runs, so every process sees it at once.
+ */
+export class SharedKeyRows implements SharedKeys {
+  readonly shared = true;
   private readonly q: ReturnType<typeof statements>;
 
   constructor(private readonly store: Store) {
     this.q = statements(store);
-    this.singleProcess = store.dialect === 'sqlite';
   }
 
   async insert(tx: Executor, r: KeyRow): Promise<boolean> {
-    return (await tx.run(this.q.insert.bind(params(r)))) === 1;
+    return (await tx.run(this.q.insert.bind(rowParams(r)))) === 1;
   }
 
   async takeOver(tx: Executor, r: KeyRow, now: number): Promise<boolean> {
-    return (await tx.run(this.q.takeOver.bind({ ...params(r), now }))) === 1;
+    return (await tx.run(this.q.takeOver.bind({ ...rowParams(r), now }))) === 1;
   }
 
-  async find(tx: Executor | undefined, accountId: string, key: string): Promise<KeyRow | undefined> {
-    const row = await (tx ?? this.store.read).first(this.q.find.bind({ account: accountId, key }));
-    if (!row) return undefined;
-    return {
-      accountId,
-      key,
-      hash: row.request_hash,
-      response: row.response_status === null ? null : { status: row.response_status, contentType: row.response_type, body: row.response_body ?? '' },
-      lockedUntil: Number(row.locked_until),
-      expiresAt: Number(row.expires_at),
-    };
+  find(accountId: string, key: string): Promise<KeyRow | undefined> {
+    return this.findOn(this.store.read, accountId, key);
   }
 
-  async put(tx: Executor, r: KeyRow): Promise<void> {
-    const { response } = r;
-    await tx.run(this.q.put.bind({ ...params(r), status: response?.status ?? null, type: response?.contentType ?? null, body: response?.body ?? null }));
+  findIn(tx: Executor, accountId: string, key: string): Promise<KeyRow | undefined> {
+    return this.findOn(tx, accountId, key);
+  }
+
+  private async findOn(on: Executor, accountId: string, key: string): Promise<KeyRow | undefined> {
+    const row = await on.first(this.q.find.bind({ account: accountId, key }));
+    return row && keyRow(accountId, key, row);
+  }
+
+  private async put(tx: Executor, r: KeyRow): Promise<void> {
+    await tx.run(this.q.put.bind(rowParams(r)));
   }
 
   putIn(unit: Unit, r: KeyRow): Promise<void> {

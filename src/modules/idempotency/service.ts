@@ -25,27 +25,42 @@ export type Claim =
   | { outcome: 'in_use' }
   | { outcome: 'reused' };
 
-export interface IdempotencyRepository {
-  /**
-   * True when the store admits one server process only (SQLite: the data directory's lock), so
-   * requests in flight are known in memory and need no claim row until their change commits.
-   */
-  readonly singleProcess: boolean;
+/** Where the keys are kept: their rows, and how a request's claim on one is made exclusive. */
+export type IdempotencyRepository = LocalKeys | SharedKeys;
+
+interface KeyRows {
+  /** The key's row as committed (a row of an expired key may be returned: its expiry decides). */
+  find(accountId: string, key: string): Promise<KeyRow | undefined>;
+  /** Writes the key's row whatever is there (its holder's right), inside a unit of work: the record of a change, or the answer. */
+  putIn(unit: Unit, row: KeyRow): Promise<void>;
+  /** The same in a unit of its own, answered once committed (not waiting for its sync to disk). */
+  save(row: KeyRow): Promise<void>;
+  purgeExpired(now: number, limit: number): Promise<number>;
+}
+
+/**
+ * A store one server process owns (SQLite: the data directory's lock admits one): the requests in
+ * flight are known in memory, so a claim needs no row until its change commits.
+ */
+export interface LocalKeys extends KeyRows {
+  readonly shared: false;
+  /** True when the key surely has no row, known without a read (most keyed requests); false: `find` tells. */
+  isNew(accountId: string, key: string): boolean;
+  /** Reads what `isNew` needs: before the server listens (else at the first use). */
+  load(): Promise<void>;
+}
+
+/** A store several processes share (PostgreSQL): a claim is a row every process sees before the request runs. */
+export interface SharedKeys extends KeyRows {
+  readonly shared: true;
   /** Inserts the claim; true when this call's insert won (a concurrent one does nothing). */
   insert(tx: Executor, row: KeyRow): Promise<boolean>;
   /** Takes over an expired key or a claim whose holder died (lease run out); true when it won. */
   takeOver(tx: Executor, row: KeyRow, now: number): Promise<boolean>;
-  /** The key's row, inside `tx` or (without) as committed. */
-  find(tx: Executor | undefined, accountId: string, key: string): Promise<KeyRow | undefined>;
-  /** Writes the key's row whatever is there (its holder's right): the record of a change, or the answer. */
-  put(tx: Executor, row: KeyRow): Promise<void>;
-  /** `put` inside a unit of work. */
-  putIn(unit: Unit, row: KeyRow): Promise<void>;
-  /** `put` in a unit of its own, answered once committed (not waiting for its sync to disk). */
-  save(row: KeyRow): Promise<void>;
+  /** The key's row inside `tx`. */
+  findIn(tx: Executor, accountId: string, key: string): Promise<KeyRow | undefined>;
   /** Deletes the key unless it holds an answer. */
   release(tx: Executor, accountId: string, key: string): Promise<void>;
-  purgeExpired(now: number, limit: number): Promise<number>;
 }
 
 export const KEY_LIFETIME_MS = 24 * 60 * 60_000;
@@ -87,7 +102,8 @@ function sealedAnswers(box: SecretBox, context: string): AnswerCodec {
  *
  * The claim is exclusive across processes: on PostgreSQL a claim row inserted before the request
  * runs (the insert wins once); on SQLite, whose data directory admits one server process, a set of
- * the keys in flight in this process (no write). Either way the request's first unit of work
+ * the keys in flight in this process (no write), and the store's index of keys in memory tells a
+ * new key without a read (modules/idempotency/sqlite-keys.ts). Either way the request's first unit of work
  * records the key with its change (`Hold` is that unit's guest), so once the change is committed a
  * retry never runs it again, even if the process dies before the answer is stored.
  */
@@ -102,33 +118,49 @@ export class IdempotencyService {
     private readonly answerBox: SecretBox,
   ) {}
 
-  /** `answerHoldsSecret`: the answer is stored encrypted (and opened to replay it). */
-  claim(accountId: string, key: string, hash: string, answerHoldsSecret = false): Promise<Claim> {
+  /**
+   * `answerHoldsSecret`: the answer is stored encrypted (and opened to replay it). A new key on a
+   * store this process owns is claimed at once, without a promise: most keyed requests.
+   */
+  claim(accountId: string, key: string, hash: string, answerHoldsSecret = false): Claim | Promise<Claim> {
     const now = this.clock();
     const row: KeyRow = { accountId, key, hash, response: null, lockedUntil: now + CLAIM_LEASE_MS, expiresAt: now + KEY_LIFETIME_MS };
     const codec = answerHoldsSecret ? sealedAnswers(this.answerBox, `${accountId}\n${key}`) : AS_SENT;
-    return this.repo.singleProcess ? this.claimInProcess(row, now, codec) : this.claimInStore(row, now, codec);
+    const repo = this.repo;
+    return repo.shared ? this.claimInStore(repo, row, now, codec) : this.claimInProcess(repo, row, now, codec);
   }
 
-  private claimInStore(row: KeyRow, now: number, codec: AnswerCodec): Promise<Claim> {
+  private claimInStore(repo: SharedKeys, row: KeyRow, now: number, codec: AnswerCodec): Promise<Claim> {
     return this.write(async (tx): Promise<Claim> => {
-      if ((await this.repo.insert(tx, row)) || (await this.repo.takeOver(tx, row, now))) return { outcome: 'claimed', hold: new Hold(this, row, codec, true) };
+      if ((await repo.insert(tx, row)) || (await repo.takeOver(tx, row, now))) return { outcome: 'claimed', hold: new Hold(this, row, codec, () => this.releaseRow(repo, row)) };
       // Released between our insert and this read (its request failed): a retry may claim it.
-      return verdict(await this.repo.find(tx, row.accountId, row.key), row.hash, now, codec) ?? { outcome: 'in_use' };
+      return verdict(await repo.findIn(tx, row.accountId, row.key), row.hash, now, codec) ?? { outcome: 'in_use' };
     });
   }
 
-  private async claimInProcess(row: KeyRow, now: number, codec: AnswerCodec): Promise<Claim> {
+  private claimInProcess(repo: LocalKeys, row: KeyRow, now: number, codec: AnswerCodec): Claim | Promise<Claim> {
     const id = `${row.accountId}\n${row.key}`;
     if (this.inFlight.has(id)) return { outcome: 'in_use' };
     this.inFlight.add(id);
-    let claim: Claim | undefined;
-    try {
-      claim = verdict(await this.repo.find(undefined, row.accountId, row.key), row.hash, now, codec);
-    } finally {
-      if (claim !== undefined) this.inFlight.delete(id);
-    }
-    return claim ?? { outcome: 'claimed', hold: new Hold(this, row, codec, false, () => this.inFlight.delete(id)) };
+    const claimed = (): Claim => ({ outcome: 'claimed', hold: new Hold(this, row, codec, undefined, () => this.inFlight.delete(id)) });
+    if (repo.isNew(row.accountId, row.key)) return claimed();
+    return repo.find(row.accountId, row.key).then(
+      (existing) => {
+        const claim = verdict(existing, row.hash, now, codec);
+        if (claim === undefined) return claimed();
+        this.inFlight.delete(id);
+        return claim;
+      },
+      (error: unknown) => {
+        this.inFlight.delete(id);
+        throw error;
+      },
+    );
+  }
+
+  /** What the service needs in memory before it serves (the SQLite store's index of keys). */
+  async prepare(): Promise<void> {
+    if (!this.repo.shared) await this.repo.load();
   }
 
   /** @internal Hold's writes: in the request's unit, or on their own. */
@@ -141,9 +173,8 @@ export class IdempotencyService {
     return this.repo.save(row);
   }
 
-  /** @internal */
-  releaseRow(row: KeyRow): Promise<void> {
-    return this.write((tx) => this.repo.release(tx, row.accountId, row.key));
+  private releaseRow(repo: SharedKeys, row: KeyRow): Promise<void> {
+    return this.write((tx) => repo.release(tx, row.accountId, row.key));
   }
 
   /** Deletes up to `limit` expired keys; returns how many (the outbox worker's hourly housekeeping calls it). */
@@ -178,8 +209,8 @@ export class Hold implements UnitGuest {
     private readonly service: IdempotencyService,
     private readonly row: KeyRow,
     private readonly codec: AnswerCodec,
-    /** A claim row is in the store (PostgreSQL) from before the request ran. */
-    private readonly stored: boolean,
+    /** Deletes the claim row put in the store before the request ran (PostgreSQL); none on SQLite. */
+    private readonly releaseClaim: (() => Promise<void>) | undefined,
     private readonly done: () => void = () => {},
   ) {}
 
@@ -192,8 +223,8 @@ export class Hold implements UnitGuest {
     this.render = render;
   }
 
-  enter(unit: Unit): Promise<void> {
-    return this.render ? Promise.resolve() : this.service.record(this.keptRow(null), unit);
+  enter(unit: Unit): Promise<void> | undefined {
+    return this.render ? undefined : this.service.record(this.keptRow(null), unit);
   }
 
   async leave(unit: Unit, value: unknown): Promise<void> {
@@ -226,27 +257,35 @@ export class Hold implements UnitGuest {
   /**
    * Stores the answer before it is sent (a retry gets exactly what the client got), committed but
    * not waiting for its sync: the change it answers is durable already, with its key recorded, so
-   * at worst (a power loss within that sync) a retry gets 409 rather than running twice.
+   * at worst (a power loss within that sync) a retry gets 409 rather than running twice. Nothing to
+   * store (undefined) when it is the answer recorded with the change.
    */
-  async complete(response: StoredResponse): Promise<void> {
-    try {
-      const answered = this.answered;
-      if (answered && answered.status === response.status && answered.contentType === response.contentType && answered.body === response.body) return;
-      await this.service.save(this.keptRow(response));
-    } finally {
+  complete(response: StoredResponse): Promise<void> | undefined {
+    const answered = this.answered;
+    if (answered && answered.status === response.status && answered.contentType === response.contentType && answered.body === response.body) {
       this.done();
+      return undefined;
     }
+    return this.after(() => this.service.save(this.keptRow(response)));
   }
 
   /**
    * Forgets the key after a failure on the server's side, so the client's retry runs; unless the
    * change committed: its record stays (a retry is answered 409 until the key expires, never run twice).
    */
-  async release(): Promise<void> {
+  release(): Promise<void> | undefined {
+    if (this.releaseClaim && !this.recorded) return this.after(this.releaseClaim);
+    this.done();
+    return undefined;
+  }
+
+  /** `work`, then the hold is done, whatever its outcome. */
+  private after(work: () => Promise<void>): Promise<void> {
     try {
-      if (this.stored && !this.recorded) await this.service.releaseRow(this.row);
-    } finally {
+      return work().finally(this.done);
+    } catch (error) {
       this.done();
+      return Promise.reject(error);
     }
   }
 }

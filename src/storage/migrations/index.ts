@@ -9,6 +9,7 @@ import * as m007WebhooksAudit from './007_webhooks_audit.ts';
 import * as m008Idempotency from './008_idempotency.ts';
 import * as m009Hardening from './009_hardening.ts';
 import * as m010AuditLicenseIndex from './010_audit_license_index.ts';
+import * as m011IdempotencyLog from './011_idempotency_log.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -26,6 +27,7 @@ export const migrations: Record<string, Migration> = {
   '008_idempotency': m008Idempotency,
   '009_hardening': m009Hardening,
   '010_audit_license_index': m010AuditLicenseIndex,
+  '011_idempotency_log': m011IdempotencyLog,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,0 +1,30 @@
+import type { KeyRow } from './service.ts';
+
+/** How a key's row is bound and read on either store. */
+export type Params = { account: string; key: string; hash: string; lockedUntil: number; expiresAt: number };
+/** A row's parameters with its answer (null while the request has not answered). */
+export type RowParams = Params & { status: number | null; type: string | null; body: string | null };
+export type Found = { request_hash: string; response_status: number | null; response_type: string | null; response_body: string | null; locked_until: number; expires_at: number };
+
+export const rowParams = (r: KeyRow): RowParams => ({
+  account: r.accountId,
+  key: r.key,
+  hash: r.hash,
+  lockedUntil: r.lockedUntil,
+  expiresAt: r.expiresAt,
+  status: r.response?.status ?? null,
+  type: r.response?.contentType ?? null,
+  body: r.response?.body ?? null,
+});
+
+/** A found row as the service sees it. */
+export function keyRow(accountId: string, key: string, row: Found): KeyRow {
+  return {
+    accountId,
+    key,
+    hash: row.request_hash,
+    response: row.response_status === null ? null : { status: row.response_status, contentType: row.response_type, body: row.response_body ?? '' },
+    lockedUntil: Number(row.locked_until),
+    expiresAt: Number(row.expires_at),
+  };
+}

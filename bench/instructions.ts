@@ -12,6 +12,7 @@
  * The tree's own services are used, with whichever signatures it has (before issue 8, services
  * took an account id where they now take a principal).
  */
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -88,7 +89,8 @@ try {
     const i = serial++;
     const key = keys[i % keys.length];
     const device = flags.scenario === 'activate' ? `new-${i}` : 'd-0';
-    const keyed = flags.scenario === 'create-keyed' ? { 'idempotency-key': `k-${i}` } : {};
+    // Keys spread like the random ones clients send (a UUID v4), yet the same in every run.
+    const keyed = flags.scenario === 'create-keyed' ? { 'idempotency-key': createHash('sha256').update(String(i)).digest('hex').slice(0, 32) } : {};
     const res = await app.inject(
       creation
         ? {

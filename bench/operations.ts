@@ -2,7 +2,8 @@
  * `npm run bench:ops`: the costs of issue 11's operations features, each measured beside its
  * baseline in one run, alternated (A B A B) so drift on a shared machine hits both alike.
  *
- * - License creation with a unique `Idempotency-Key` per request vs without (target: within 10%).
+ * - License creation with a unique `Idempotency-Key` per request vs without (target: within 10%),
+ *   on one server, in alternated slices (`slices`).
  * - Public validate with `REDIS_URL` and limits on vs limits off (target: at least 0.8x), and with
  *   limits in memory for reference.
  * - The metrics hook (`Metrics.observe`) per request, timed in this process.
@@ -12,6 +13,10 @@
  * other load) and requests per second.
  *
  *   npm run bench:ops -- [--duration 5] [--rounds 2] [--only creation|validate] [--redis redis://127.0.0.1:6379]
+ *   npm run bench:ops -- --only creation --rounds 12 --duration 2     # the figure in docs/benchmarks.md
+ *
+ * `--base <work tree>` runs every variant on that build too; it must know every migration of the
+ * seeded store (this tree's).
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -63,6 +68,46 @@ async function compare(dataDir: string, ours: Variant[]): Promise<Map<string, Lo
       }
     }
   }
+  return meanOf(runs);
+}
+
+/**
+ * Variants that differ only in their requests (license creation with and without a key) run on one
+ * server per tree, alternated slice by slice (A B, then B A, ...): the machine's drift, the tables'
+ * growth and the JIT's state hit both alike, where a fresh server per variant and round did not (on
+ * a noisy machine identical rounds moved by 15% and more). `rounds` pairs of `duration`-second slices
+ * after one warm-up of each; returns the mean per variant, and prints the median of the pairs' ratios.
+ */
+async function slices(dataDir: string, ours: Variant[]): Promise<Map<string, LoadResult>> {
+  const trees = flags.base ? [{ suffix: ' (base)', main: join(flags.base, 'dist/main.js') }, { suffix: '', main: 'dist/main.js' }] : [{ suffix: '', main: 'dist/main.js' }];
+  const runs = new Map<string, LoadResult[]>();
+  for (const tree of trees) {
+    const child = await startChild({ args: ['--max-semi-space-size=4', '--max-old-space-size=2000', tree.main], env: { DATA_DIR: dataDir, LOG_LEVEL: 'warn', RATE_LIMIT: 'off', ...ours[0]!.env }, readyPath: '/healthz' });
+    try {
+      for (const v of ours) await measure(child, v.request, { ...load, duration: load.warmup, warmup: 0 });
+      for (let round = 0; round < rounds; round++) {
+        for (const v of round % 2 ? [...ours].reverse() : ours) {
+          const r = await measure(child, v.request, { ...load, warmup: 0 });
+          const name = `${v.name}${tree.suffix}`;
+          runs.set(name, [...(runs.get(name) ?? []), r]);
+          console.error(`  ${name}: ${r.rps.toFixed(0)} req/s, ${r.cpuPerRequestUs.toFixed(0)} µs CPU/request, failed ${r.failed}`);
+        }
+      }
+    } finally {
+      await child.stop();
+    }
+    const [first, ...others] = ours.map((v) => runs.get(`${v.name}${tree.suffix}`)!);
+    for (const [i, other] of others.entries()) {
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+      const rps = median(other.map((r, k) => r.rps / first![k]!.rps));
+      const cpu = median(other.map((r, k) => r.cpuPerRequestUs / first![k]!.cpuPerRequestUs));
+      console.error(`  ${ours[i + 1]!.name}${tree.suffix} against ${ours[0]!.name}, median of ${rounds} slice pairs: ${rps.toFixed(2)}x req/s, ${cpu.toFixed(2)}x CPU per request`);
+    }
+  }
+  return meanOf(runs);
+}
+
+function meanOf(runs: Map<string, LoadResult[]>): Map<string, LoadResult> {
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   return new Map(
     [...runs].map(([name, rs]) => [name, { ...rs[0]!, rps: mean(rs.map((r) => r.rps)), cpuPerRequestUs: mean(rs.map((r) => r.cpuPerRequestUs)), failed: rs.reduce((a, r) => a + r.failed, 0) }]),
@@ -114,7 +159,7 @@ async function main(): Promise<void> {
     let creation = new Map<string, LoadResult>();
     if (runs('creation')) {
       console.error('License creation, with and without Idempotency-Key:');
-      creation = await compare(dataDir, [
+      creation = await slices(dataDir, [
         { name: 'without key', env: {}, request: create(false) },
         { name: 'with Idempotency-Key', env: {}, request: create(true) },
       ]);

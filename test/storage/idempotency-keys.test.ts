@@ -69,6 +69,30 @@ forEachStore('migration 011: the keys written before it', (kind) => {
   });
 });
 
+// Back down from 011 (SQLite): the keys are kept, one row a key (the newest), under the key again.
+describe('migration 011 down [sqlite]', () => {
+  it('keeps every key, the newest row of each, with the primary key on (account, key) back', async () => {
+    const database = await createTestDatabase('sqlite');
+    try {
+      const db = rawKysely('sqlite', database);
+      await migrateToLatest(db);
+      await db.insertInto('accounts').values({ id: ACCOUNT, email: 'down@example.com', password_hash: 'x', plan: 'free', created_at: NOW }).execute();
+      const row = (key: string, body: string) => ({ account_id: ACCOUNT, idem_key: key, key_hash: keyHash(ACCOUNT, key), request_hash: 'h', response_status: 200, response_type: 'application/json', response_body: body, locked_until: NOW, expires_at: NOW });
+      await db.insertInto('idempotency_keys').values([row('a', 'old'), row('b', 'b'), row('a', 'new')]).execute();
+      await migrateToLatest(db, '010_audit_license_index');
+      const rows = await db.selectFrom('idempotency_keys').select(['idem_key', 'response_body']).orderBy('idem_key').execute();
+      expect(rows).toEqual([
+        { idem_key: 'a', response_body: 'new' },
+        { idem_key: 'b', response_body: 'b' },
+      ]);
+      await expect(db.insertInto('idempotency_keys').values({ ...row('b', 'again'), key_hash: undefined } as never).execute()).rejects.toThrow(/UNIQUE/);
+      await db.destroy();
+    } finally {
+      await database.drop();
+    }
+  });
+});
+
 // The SQLite store's index in memory: a pointer to a row, checked against it, never the truth.
 describe('SQLite keys in memory', () => {
   const ctx = useUnits('sqlite');

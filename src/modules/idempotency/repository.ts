@@ -4,7 +4,7 @@ import type { Store } from '../../storage/index.ts';
 import { Prepared } from '../../storage/prepared.ts';
 import type { Executor } from '../../storage/store.ts';
 import { executorOf } from '../../storage/unit-of-work.ts';
-import { type Found, keyRow, type Params, type RowParams, rowParams } from './rows.ts';
+import { answerColumns, FOUND_COLUMNS, type Found, keyRow, type Params, type RowParams, rowParams } from './rows.ts';
 import type { IdempotencyRepository, KeyRow, SharedKeys } from './service.ts';
 import { SqliteKeys } from './sqlite-keys.ts';
 
@@ -39,22 +39,14 @@ function statements(store: Store) {
     find: new Prepared<{ account: string; key: string }, Found>((p) =>
       db
         .selectFrom('idempotency_keys')
-        .select(['request_hash', 'response_status', 'response_type', 'response_body', 'locked_until', 'expires_at'])
+        .select(FOUND_COLUMNS)
         .where('account_id', '=', p('account'))
         .where('idem_key', '=', p('key')),
     ),
     put: new Prepared<RowParams, never>((p) =>
       db
         .insertInto('idempotency_keys')
-        .values({
-          ...row(p),
-          request_hash: p('hash'),
-          response_status: p('status'),
-          response_type: p('type'),
-          response_body: p('body'),
-          locked_until: p('lockedUntil'),
-          expires_at: p('expiresAt'),
-        })
+        .values({ ...row(p), ...answerColumns(p) })
         .onConflict((oc) =>
           oc.columns(['account_id', 'idem_key']).doUpdateSet((eb) => ({
             request_hash: eb.ref('excluded.request_hash'),

@@ -6,6 +6,19 @@ export type Params = { account: string; key: string; hash: string; lockedUntil: 
 export type RowParams = Params & { status: number | null; type: string | null; body: string | null };
 export type Found = { request_hash: string; response_status: number | null; response_type: string | null; response_body: string | null; locked_until: number; expires_at: number };
 
+/** The columns a key's row is read with. */
+export const FOUND_COLUMNS = ['request_hash', 'response_status', 'response_type', 'response_body', 'locked_until', 'expires_at'] as const;
+
+/** The columns a key's row is written with beside its account and key, each from its named parameter. */
+export const answerColumns = (p: <K extends keyof RowParams>(name: K) => RowParams[K]) => ({
+  request_hash: p('hash'),
+  response_status: p('status'),
+  response_type: p('type'),
+  response_body: p('body'),
+  locked_until: p('lockedUntil'),
+  expires_at: p('expiresAt'),
+});
+
 export const rowParams = (r: KeyRow): RowParams => ({
   account: r.accountId,
   key: r.key,

@@ -4,7 +4,7 @@ import { Prepared } from '../../storage/prepared.ts';
 import type { Executor } from '../../storage/store.ts';
 import { executorOf } from '../../storage/unit-of-work.ts';
 import { keyHash } from './key-hash.ts';
-import { type Found, keyRow, type RowParams, rowParams } from './rows.ts';
+import { answerColumns, FOUND_COLUMNS, type Found, keyRow, type RowParams, rowParams } from './rows.ts';
 import type { KeyRow, LocalKeys } from './service.ts';
 
 type Hashed = RowParams & { keyHash: number };
@@ -12,32 +12,24 @@ type Hashed = RowParams & { keyHash: number };
 /** Built once, bound per call. `id` is the table's rowid, `key_hash` the key's hash (migration 011). */
 function statements(store: Store) {
   const { db } = store;
-  const answer = (p: <K extends keyof RowParams>(name: K) => RowParams[K]) => ({
-    request_hash: p('hash'),
-    response_status: p('status'),
-    response_type: p('type'),
-    response_body: p('body'),
-    locked_until: p('lockedUntil'),
-    expires_at: p('expiresAt'),
-  });
   return {
     byId: new Prepared<{ id: number }, Found & { account_id: string; idem_key: string }>((p) =>
       db
         .selectFrom('idempotency_keys')
-        .select(['account_id', 'idem_key', 'request_hash', 'response_status', 'response_type', 'response_body', 'locked_until', 'expires_at'])
+        .select(['account_id', 'idem_key', ...FOUND_COLUMNS])
         .where('id', '=', p('id')),
     ),
     // SQLite picks the id (one past the largest): the row goes at the end of the table.
     insert: new Prepared<Hashed, { id: number }>((p) =>
       db
         .insertInto('idempotency_keys')
-        .values({ account_id: p('account'), idem_key: p('key'), key_hash: p('keyHash'), ...answer(p) })
+        .values({ account_id: p('account'), idem_key: p('key'), key_hash: p('keyHash'), ...answerColumns(p) })
         .returning('id'),
     ),
     exists: new Prepared<{ id: number }, { id: number }>((p) => db.selectFrom('idempotency_keys').select('id').where('id', '=', p('id'))),
     // The row of this key only: another key's row may share the hash.
     update: new Prepared<RowParams & { id: number }, never>((p) =>
-      db.updateTable('idempotency_keys').set(answer(p)).where('id', '=', p('id')).where('account_id', '=', p('account')).where('idem_key', '=', p('key')),
+      db.updateTable('idempotency_keys').set(answerColumns(p)).where('id', '=', p('id')).where('account_id', '=', p('account')).where('idem_key', '=', p('key')),
     ),
   };
 }

@@ -1,9 +1,22 @@
-import { type Kysely, SqliteAdapter, sql } from 'kysely';
+import { type CreateTableBuilder, type Kysely, SqliteAdapter, sql } from 'kysely';
 import { keyHash } from '../../modules/idempotency/key-hash.ts';
 
 const COLUMNS = ['account_id', 'idem_key', 'request_hash', 'response_status', 'response_type', 'response_body', 'locked_until', 'expires_at'] as const;
 type KeyRow = Record<(typeof COLUMNS)[number], unknown> & { account_id: string; idem_key: string };
 const COPY_BATCH = 500;
+
+/** The columns of migration 008's table. */
+function keyColumns<T extends string>(table: CreateTableBuilder<T, never>) {
+  return table
+    .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+    .addColumn('idem_key', 'text', (c) => c.notNull())
+    .addColumn('request_hash', 'text', (c) => c.notNull())
+    .addColumn('response_status', 'integer')
+    .addColumn('response_type', 'text')
+    .addColumn('response_body', 'text')
+    .addColumn('locked_until', 'bigint', (c) => c.notNull())
+    .addColumn('expires_at', 'bigint', (c) => c.notNull());
+}
 
 /**
  * SQLite only: `idempotency_keys` becomes a table in the order its rows are written (keyed by its
@@ -16,18 +29,8 @@ const COPY_BATCH = 500;
  */
 export async function up(db: Kysely<any>): Promise<void> {
   if (!(db.getExecutor().adapter instanceof SqliteAdapter)) return;
-  await db.schema
-    .createTable('idempotency_log')
-    .addColumn('id', 'integer', (c) => c.primaryKey())
-    .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
-    .addColumn('idem_key', 'text', (c) => c.notNull())
+  await keyColumns(db.schema.createTable('idempotency_log').addColumn('id', 'integer', (c) => c.primaryKey()))
     .addColumn('key_hash', 'integer', (c) => c.notNull())
-    .addColumn('request_hash', 'text', (c) => c.notNull())
-    .addColumn('response_status', 'integer')
-    .addColumn('response_type', 'text')
-    .addColumn('response_body', 'text')
-    .addColumn('locked_until', 'bigint', (c) => c.notNull())
-    .addColumn('expires_at', 'bigint', (c) => c.notNull())
     .execute();
   // The hash is computed here, as the store computes it (a day of keys at most: the rest expired).
   const rows = (await db.selectFrom('idempotency_keys').select(COLUMNS).orderBy('expires_at').execute()) as KeyRow[];
@@ -44,18 +47,7 @@ export async function up(db: Kysely<any>): Promise<void> {
 
 export async function down(db: Kysely<any>): Promise<void> {
   if (!(db.getExecutor().adapter instanceof SqliteAdapter)) return;
-  await db.schema
-    .createTable('idempotency_keyed')
-    .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
-    .addColumn('idem_key', 'text', (c) => c.notNull())
-    .addColumn('request_hash', 'text', (c) => c.notNull())
-    .addColumn('response_status', 'integer')
-    .addColumn('response_type', 'text')
-    .addColumn('response_body', 'text')
-    .addColumn('locked_until', 'bigint', (c) => c.notNull())
-    .addColumn('expires_at', 'bigint', (c) => c.notNull())
-    .addPrimaryKeyConstraint('idempotency_keys_pk', ['account_id', 'idem_key'])
-    .execute();
+  await keyColumns(db.schema.createTable('idempotency_keyed')).addPrimaryKeyConstraint('idempotency_keys_pk', ['account_id', 'idem_key']).execute();
   // The newest row of a key wins, as in the store's index.
   const columns = sql.raw(COLUMNS.join(', '));
   await sql`insert or replace into idempotency_keyed (${columns}) select ${columns} from idempotency_keys order by id`.execute(db);

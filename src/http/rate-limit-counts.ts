@@ -24,6 +24,12 @@ const FRESH_MS = 100;
 const MAX_KEYS = 10_000;
 /** Forgotten at a time when full (the oldest idle ones): the scan is paid once per this many new keys. */
 const FORGET_AT_ONCE = 100;
+/**
+ * Increments of requests already answered (decided here) go to Redis at most this late: a call
+ * carries this long's requests instead of one event-loop turn's. A request that waits for Redis's
+ * count sends at once.
+ */
+export const COUNT_EVERY_MS = 10;
 
 /**
  * Adds each key's increment and starts its window on the first; answers "current ttl" per key, in
@@ -75,22 +81,25 @@ type AddClient = Redis & { tesseraRateLimitAdd(numberOfKeys: number, ...rest: un
  * carries every key's increments since the previous one (one `INCRBY` per key, however many
  * requests). A request of a large limit, on a key only this process has been counting, whose count
  * (as Redis last told it, plus what this process added since) stays within half the maximum is
- * answered at once and counted in the next call; any other request (near the limit, a small limit,
- * a key another process counts too, or not answered for `FRESH_MS`) waits for Redis's count, which
- * is exact. Why and what it costs: docs/decisions/operations.md.
+ * answered at once and counted in a call within `COUNT_EVERY_MS`; any other request (near the limit,
+ * a small limit, a key another process counts too, or not answered for `FRESH_MS`) waits for Redis's
+ * count, which is exact, and its call goes at once. Why and what it costs: docs/decisions/operations.md.
  */
 export class SharedCounts {
   private readonly entries = new Map<string, Entry>();
   /** The entries with pending increments, for the next call. */
   private dirty: Entry[] = [];
   private inFlight = false;
+  /** The next call is set for the next turn (a request waits), or `later` for COUNT_EVERY_MS (none waits). */
   private scheduled = false;
+  private later: NodeJS.Timeout | undefined;
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
     private readonly redis: Redis,
     private readonly now: () => number = Date.now,
     private readonly maxKeys = MAX_KEYS,
+    private readonly countEveryMs = COUNT_EVERY_MS,
   ) {
     redis.defineCommand('tesseraRateLimitAdd', { lua: ADD_SCRIPT });
     // Forget keys whose window has ended: one entry per client address and limit would pile up.
@@ -106,29 +115,40 @@ export class SharedCounts {
       this.entries.set(key, (entry = { key, window, shared: 0, sharedWithOthers: true, answeredAt: 0, resetAt: 0, sent: 0, pending: 0, waiting: [] }));
     }
     if (entry.pending++ === 0) this.dirty.push(entry);
-    this.schedule();
     const current = entry.shared + entry.sent + entry.pending;
     if (max >= DECIDED_HERE_FROM && !entry.sharedWithOthers && entry.resetAt > now && now - entry.answeredAt < FRESH_MS && current <= max * SHARE_DECIDED_HERE) {
       answer(null, { current, ttl: entry.resetAt - now });
+      this.schedule(false);
     } else {
       entry.waiting.push(answer);
+      this.schedule(true);
     }
   }
 
-  /** Stops the sweeper (the app closes). */
+  /** Stops the sweeper and a call set for later (the app closes). */
   close(): void {
     clearInterval(this.sweeper);
+    clearTimeout(this.later);
   }
 
-  private schedule(): void {
+  /** Sets the next call: on the next turn when a request waits for it, else within COUNT_EVERY_MS. */
+  private schedule(waiting: boolean): void {
     if (this.inFlight || this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(this.send);
+    if (waiting) {
+      clearTimeout(this.later);
+      this.later = undefined;
+      this.scheduled = true;
+      setImmediate(this.send);
+    } else {
+      this.later ??= setTimeout(this.send, this.countEveryMs);
+    }
   }
 
   /** One call with every key's pending increments; the next goes when it answers. */
   private readonly send = (): void => {
     this.scheduled = false;
+    clearTimeout(this.later);
+    this.later = undefined;
     const batch: Sent[] = this.dirty.map((entry) => ({ entry, count: entry.pending, waiting: entry.waiting }));
     this.dirty = [];
     for (const { entry } of batch) {
@@ -144,7 +164,7 @@ export class SharedCounts {
       this.inFlight = false;
       if (error) this.failed(batch, error);
       else this.counted(batch, reply!);
-      if (this.dirty.length > 0) this.schedule();
+      if (this.dirty.length > 0) this.schedule(this.dirty.some((entry) => entry.waiting.length > 0));
     });
   };
 

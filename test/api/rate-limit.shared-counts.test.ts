@@ -10,13 +10,23 @@ const clients: Redis[] = [];
 const counters: SharedCounts[] = [];
 
 /** One process's counters: its own connection, and a clock the test may move. */
-function newProcess(clock = { now: Date.now() }, maxKeys?: number) {
+function newProcess(clock = { now: Date.now() }, maxKeys?: number, countEveryMs?: number) {
   const redis = new Redis(SHARED_REDIS_URL);
   clients.push(redis);
-  const counts = new SharedCounts(redis, () => clock.now, maxKeys);
+  const counts = new SharedCounts(redis, () => clock.now, maxKeys, countEveryMs);
   counters.push(counts);
-  return { counts, clock };
+  // The script calls this process makes.
+  const calls = { n: 0 };
+  const client = redis as unknown as { tesseraRateLimitAdd: (...args: unknown[]) => void };
+  const add = client.tesseraRateLimitAdd.bind(redis);
+  client.tesseraRateLimitAdd = (...args) => {
+    calls.n++;
+    add(...args);
+  };
+  return { counts, clock, calls };
 }
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 /** `n` requests in one event-loop turn; resolves with their answers and how many came at once. */
 async function burst(counts: SharedCounts, key: string, max: number, n: number) {
@@ -71,6 +81,30 @@ describe('SharedCounts', () => {
     expect(then.counts.map((c) => c.current)).toEqual(Array.from({ length: 200 }, (_, i) => i + 2));
     await settled();
     expect(await inRedis('large')).toBe(201);
+  });
+
+  it('sends the counts of requests answered at once later, many turns in one call; a request that waits sends at once', async () => {
+    const { counts, clock, calls } = newProcess({ now: Date.now() }, undefined, 300);
+    await burst(counts, 'later', 1000, 1); // first seen: waits, its call goes on the next turn
+    expect(calls.n).toBe(1);
+    for (let turn = 0; turn < 5; turn++) {
+      expect((await burst(counts, 'later', 1000, 10)).atOnce).toBe(10);
+      await nextTurn();
+    }
+    expect(calls.n).toBe(1); // the 50 are held for the delay
+    expect(await inRedis('later')).toBe(1);
+    // A request that must wait (its view went stale) takes them along at once.
+    clock.now += 150;
+    const waited = burst(counts, 'later', 1000, 1);
+    await nextTurn();
+    expect(calls.n).toBe(2);
+    expect((await waited).counts[0]!.current).toBe(52);
+    expect(await inRedis('later')).toBe(52);
+    // Without one, the delay sends them: one call for all.
+    await burst(counts, 'later', 1000, 7);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(calls.n).toBe(3);
+    expect(await inRedis('later')).toBe(59);
   });
 
   it('waits for Redis past half the maximum, so the requests at the limit get exact counts', async () => {

@@ -101,10 +101,16 @@ export class SqliteKeys implements LocalKeys {
 
   /** The index, from the table (the expiry index covers it): before the server listens, or at the first use. */
   load(): Promise<void> {
-    this.loading ??= this.store.read.all(indexQuery(this.store)).then((rows) => {
-      for (const row of rows) this.enter(row.key_hash, row.id);
-      this.loaded = true;
-    });
+    this.loading ??= this.store.read.all(indexQuery(this.store)).then(
+      (rows) => {
+        for (const row of rows) this.enter(row.key_hash, row.id);
+        this.loaded = true;
+      },
+      (error: unknown) => {
+        this.loading = undefined; // the next keyed request tries again
+        throw error;
+      },
+    );
     return this.loading;
   }
 

@@ -7,7 +7,7 @@ import { type Claim, IdempotencyService, KEY_LIFETIME_MS, type KeyRow } from '..
 import { migrateToLatest } from '../../src/storage/migrations/index.ts';
 import type { Store } from '../../src/storage/index.ts';
 import { queryPlan } from '../support/query-plan.ts';
-import { createTestDatabase, forEachStore, rawKysely, type TestDatabase, useUnits } from '../support/stores.ts';
+import { createDatabaseAt, createTestDatabase, forEachStore, rawKysely, type TestDatabase, useUnits } from '../support/stores.ts';
 
 const NOW = 1_800_000_000_000;
 const ACCOUNT = '00000000-0000-4000-8000-000000000011';
@@ -22,10 +22,6 @@ forEachStore('migration 011: the keys written before it', (kind) => {
   let database: TestDatabase;
   let store: Store;
   beforeAll(async () => {
-    database = await createTestDatabase(kind);
-    const db = rawKysely(kind, database);
-    await migrateToLatest(db, '010_audit_license_index');
-    await db.insertInto('accounts').values({ id: ACCOUNT, email: 'keys@example.com', password_hash: 'x', plan: 'free', created_at: NOW }).execute();
     const row = (key: string, hash: string, response: string | null) => ({
       account_id: ACCOUNT,
       idem_key: key,
@@ -36,8 +32,10 @@ forEachStore('migration 011: the keys written before it', (kind) => {
       locked_until: NOW + KEY_LIFETIME_MS,
       expires_at: NOW + KEY_LIFETIME_MS,
     });
-    await db.insertInto('idempotency_keys').values([row('answered', 'h1', '{"a":1}'), row('recorded', 'h2', null)]).execute();
-    await db.destroy();
+    database = await createDatabaseAt(kind, '010_audit_license_index', async (db) => {
+      await db.insertInto('accounts').values({ id: ACCOUNT, email: 'keys@example.com', password_hash: 'x', plan: 'free', created_at: NOW }).execute();
+      await db.insertInto('idempotency_keys').values([row('answered', 'h1', '{"a":1}'), row('recorded', 'h2', null)]).execute();
+    });
     store = await database.open(); // runs migration 011
   });
   afterAll(async () => {

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { migrateToLatest } from '../../src/storage/migrations/index.ts';
-import { createTestDatabase, forEachStore, rawKysely, type TestDatabase } from '../support/stores.ts';
+import { createDatabaseAt, forEachStore, type TestDatabase } from '../support/stores.ts';
 
 const row = (id: string, status: string, extra: Record<string, unknown> = {}) => ({
   id,
@@ -25,11 +24,9 @@ const row = (id: string, status: string, extra: Record<string, unknown> = {}) =>
 forEachStore('migration 004: the e-mail outbox moves into the general outbox', (kind) => {
   let database: TestDatabase;
   beforeAll(async () => {
-    database = await createTestDatabase(kind);
-    const db = rawKysely(kind, database);
-    await migrateToLatest(db, '003_portal_mail');
-    await db.insertInto('mail_outbox').values([row('queued', 'pending'), row('sent', 'sent'), row('failed', 'failed')]).execute();
-    await db.destroy();
+    database = await createDatabaseAt(kind, '003_portal_mail', (db) =>
+      db.insertInto('mail_outbox').values([row('queued', 'pending'), row('sent', 'sent'), row('failed', 'failed')]).execute(),
+    );
   });
   afterAll(async () => database?.drop());
 

@@ -2,8 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { hashToken } from '../../src/modules/portal/service.ts';
 import { createServices } from '../../src/services.ts';
-import { migrateToLatest } from '../../src/storage/migrations/index.ts';
-import { createTestDatabase, forEachStore, rawKysely, type TestDatabase } from '../support/stores.ts';
+import { createDatabaseAt, forEachStore, type TestDatabase } from '../support/stores.ts';
 
 const NOW = Date.now();
 
@@ -11,13 +10,11 @@ const NOW = Date.now();
 forEachStore('migration 009: portal sessions know their link, link requests their client', (kind) => {
   let database: TestDatabase;
   beforeAll(async () => {
-    database = await createTestDatabase(kind);
-    const db = rawKysely(kind, database);
-    await migrateToLatest(db, '004_outbox');
-    const token = (hash: string, kind: string) => ({ token_hash: hash, kind, email_normalized: 'old@example.com', user_id: null, expires_at: NOW + 3_600_000, created_at: NOW - 60_000 });
-    await db.insertInto('portal_tokens').values([token(hashToken('old-link'), 'link'), token(hashToken('old-session'), 'session')]).execute();
-    await db.insertInto('portal_link_requests').values(Array.from({ length: 3 }, (_, i) => ({ email_normalized: 'old@example.com', requested_at: NOW - 60_000 + i }))).execute();
-    await db.destroy();
+    database = await createDatabaseAt(kind, '004_outbox', async (db) => {
+      const token = (hash: string, kind: string) => ({ token_hash: hash, kind, email_normalized: 'old@example.com', user_id: null, expires_at: NOW + 3_600_000, created_at: NOW - 60_000 });
+      await db.insertInto('portal_tokens').values([token(hashToken('old-link'), 'link'), token(hashToken('old-session'), 'session')]).execute();
+      await db.insertInto('portal_link_requests').values(Array.from({ length: 3 }, (_, i) => ({ email_normalized: 'old@example.com', requested_at: NOW - 60_000 + i }))).execute();
+    });
   });
   afterAll(async () => database?.drop());
 

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { timeOrderedId } from '../../src/core/ids.ts';
 import { SqlAuditRepository } from '../../src/modules/audit/repository.ts';
-import { migrateToLatest } from '../../src/storage/migrations/index.ts';
 import type { Store } from '../../src/storage/index.ts';
 import { queryPlan } from '../support/query-plan.ts';
-import { createTestDatabase, forEachStore, rawKysely, type TestDatabase } from '../support/stores.ts';
+import { createDatabaseAt, forEachStore, type TestDatabase } from '../support/stores.ts';
 
 const NOW = Date.now();
 const KEY = 'AAAAA-BBBBB-CCCCC-DDDDD-EEEEE';
@@ -15,12 +14,10 @@ forEachStore('migration 010: the per-license audit index by license key and id',
   let database: TestDatabase;
   let store: Store;
   beforeAll(async () => {
-    database = await createTestDatabase(kind);
-    const db = rawKysely(kind, database);
-    await migrateToLatest(db, '009_hardening');
     const entry = (user: string, key: string, at: number) => ({ id: timeOrderedId(at), user_id: user, license_key: key, type: 'device.activated', actor: '{"type":"public"}', changes: null, created_at: at });
-    await db.insertInto('audit_events').values([entry('u1', KEY, NOW - 3000), entry('u1', 'OTHER-KEY', NOW - 2000), entry('u1', KEY, NOW - 1000)]).execute();
-    await db.destroy();
+    database = await createDatabaseAt(kind, '009_hardening', (db) =>
+      db.insertInto('audit_events').values([entry('u1', KEY, NOW - 3000), entry('u1', 'OTHER-KEY', NOW - 2000), entry('u1', KEY, NOW - 1000)]).execute(),
+    );
     store = await database.open(); // runs migration 010
   });
   afterAll(async () => {

@@ -8,6 +8,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { EventBus } from '../../src/core/unit-of-work.ts';
 import { openStore, type Store } from '../../src/storage/index.ts';
+import { migrateToLatest } from '../../src/storage/migrations/index.ts';
 import { StoreUnits } from '../../src/storage/unit-of-work.ts';
 
 export type StoreKind = 'sqlite' | 'postgres';
@@ -78,6 +79,22 @@ export function rawKysely(kind: StoreKind, database: TestDatabase): Kysely<any> 
   return kind === 'sqlite'
     ? new Kysely({ dialect: new SqliteDialect({ database: new BetterSqlite3(join(database.env.DATA_DIR, 'tessera.db')) }) })
     : new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.env.DATABASE_URL }) }) });
+}
+
+/**
+ * A test database whose schema stops at `lastMigration`, with `seed`'s old-style rows in it: opening
+ * its store then runs the later migrations over them (the tests of a migration).
+ */
+export async function createDatabaseAt(kind: StoreKind, lastMigration: string, seed: (db: Kysely<any>) => Promise<unknown>): Promise<TestDatabase> {
+  const database = await createTestDatabase(kind);
+  const db = rawKysely(kind, database);
+  try {
+    await migrateToLatest(db, lastMigration);
+    await seed(db);
+  } finally {
+    await db.destroy();
+  }
+  return database;
 }
 
 /** A fresh store of `kind` for the enclosing suite, with units of work over it (no subscribers). */

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import type { Store } from '../../src/storage/index.ts';
+import { toSqlQuery } from '../../src/storage/store.ts';
 import { Outbox } from '../../src/modules/outbox/outbox.ts';
 import { MAIL_JOB, mailConsumer } from '../../src/modules/mail/queue.ts';
 import { createMailTransport, SENDS_AT_ONCE } from '../../src/modules/mail/transport.ts';
@@ -166,6 +167,30 @@ forEachStore('general outbox (e-mail on it)', (kind) => {
     expect(transport.sent.map((m) => m.to)).toContain('crashed@example.com');
     const [row] = await outboxFor(ctx.store, 'crashed@example.com');
     expect(row).toMatchObject({ status: 'done', attempts: 2 });
+  });
+
+  it('claims with a lease per kind: each kind gets its own, and every claim is one statement (no new SQL per call)', async () => {
+    const clock = manualClock();
+    const texts = new Set<string>();
+    // The store as the outbox sees it, with the SQL of each statement its claims run recorded.
+    const recording = new Proxy(ctx.store, {
+      get(store, name) {
+        if (name !== 'write') return Reflect.get(store, name, store);
+        return (work: Parameters<Store['write']>[0], options?: Parameters<Store['write']>[1]) =>
+          store.write((tx) => work({ ...tx, all: (query) => (texts.add(toSqlQuery(query).sql), tx.all(query)), first: tx.first.bind(tx), run: tx.run.bind(tx) }), options);
+      },
+    });
+    const outbox = new Outbox(recording, clock);
+    const leases: number[] = [];
+    for (const kind of [MAIL_JOB, 'other-kind', MAIL_JOB]) {
+      await ctx.services.units.run((unit) => outbox.enqueue(unit, kind, { lease: kind }));
+      const [job] = await outbox.claim('lease-worker', [MAIL_JOB, 'other-kind'], 1_000, 100, { [MAIL_JOB]: 600_000 });
+      const row = await ctx.store.read.first(ctx.store.db.selectFrom('outbox').select('claimed_until').where('id', '=', job!.id));
+      leases.push(Number(row!.claimed_until) - clock());
+      clock.advance(7);
+    }
+    expect(leases).toEqual([600_000, 1_000, 600_000]);
+    expect(texts.size).toBe(1);
   });
 
   it('claims only the kinds its worker has consumers for', async () => {

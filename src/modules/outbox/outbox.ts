@@ -113,14 +113,20 @@ export class Outbox {
       const rows = await tx.all(
         this.store.db
           .updateTable('outbox')
-          .set((eb) => ({
-            claimed_by: workerId,
-            claimed_until:
-              own.length === 0
-                ? now + leaseMs
-                : own.reduce((c, [kind, ms]) => c.when('kind', '=', kind).then(now + ms), eb.case() as any).else(now + leaseMs).end(),
-            attempts: sql<number>`attempts + 1`,
-          }))
+          .set((eb) => {
+            const lease = (until: number) => eb.cast<number>(eb.val(until), 'bigint');
+            return {
+              claimed_by: workerId,
+              // Parameters, not numbers: Kysely writes a plain number in a CASE into the SQL text, which
+              // made every claim a new statement to prepare (and filled the SQLite store's statement cache
+              // until it was cleared). Cast, as PostgreSQL would take a CASE of untyped parameters for text.
+              claimed_until:
+                own.length === 0
+                  ? now + leaseMs
+                  : own.reduce((c, [kind, ms]) => c.when('kind', '=', kind).then(lease(now + ms)), eb.case() as any).else(lease(now + leaseMs)).end(),
+              attempts: sql<number>`attempts + 1`,
+            };
+          })
           .where('id', 'in', due)
           .returningAll(),
       );

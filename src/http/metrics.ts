@@ -68,6 +68,28 @@ export class Metrics {
         for (const { kind, status, count } of await sources.outbox.backlog()) this.set({ kind, status }, count);
       },
     });
+    const statements = sources.store.statementCache?.bind(sources.store);
+    if (statements) {
+      new Gauge({
+        name: 'tessera_sqlite_statements_cached',
+        help: 'SQLite: prepared statements held in the cache.',
+        registers: [this.registry],
+        collect() {
+          this.set(statements().cached);
+        },
+      });
+      let counted = 0;
+      new Counter({
+        name: 'tessera_sqlite_statements_evicted_total',
+        help: 'SQLite: prepared statements evicted from the full cache (a steady rise means more distinct SQL texts than it holds).',
+        registers: [this.registry],
+        collect() {
+          const { evicted } = statements();
+          this.inc(evicted - counted);
+          counted = evicted;
+        },
+      });
+    }
   }
 
   observe(req: FastifyRequest, reply: FastifyReply): void {

@@ -7,6 +7,7 @@ import type { Database } from './schema.ts';
 import { type Executor, type Statement, type Store, toSqlQuery, UnitMisuseError, type WriteOptions } from './store.ts';
 import { Checkpointer } from './sqlite-checkpointer.ts';
 import { WalSync } from './wal-sync.ts';
+import { type Cacheable, StatementCache, type StatementCacheStats } from './statement-cache.ts';
 
 const STATEMENT_CACHE_LIMIT = 500;
 
@@ -46,7 +47,7 @@ const STALL_MESSAGE =
  * builds each row object property by property in C++, which costs more than the query itself
  * on the hot paths.
  */
-interface CachedStatement {
+interface CachedStatement extends Cacheable {
   stmt: BetterSqlite3.Statement;
   row: ((values: unknown[]) => unknown) | null;
   /** Writes nothing: may run in the shared read transaction. */
@@ -140,7 +141,7 @@ export class SqliteStore implements Store {
   private walFrames = 0;
   /** Checkpoints made (all on the worker): periodic ones, and those a batch waited for (checkpointToEnd). */
   readonly checkpoints = { periodic: 0, toEnd: 0 };
-  private readonly statements = new Map<string, CachedStatement>();
+  private readonly statements = new StatementCache<CachedStatement>(STATEMENT_CACHE_LIMIT);
   private queue: Job[] = [];
   private flushing = false;
   private closed = false;
@@ -376,16 +377,14 @@ export class SqliteStore implements Store {
   }
 
   private statement(sql: string): CachedStatement {
-    let cached = this.statements.get(sql);
-    if (!cached) {
-      if (this.statements.size >= STATEMENT_CACHE_LIMIT) this.statements.clear();
-      const stmt = this.conn.prepare(sql);
-      const row = stmt.reader ? rowBuilder(stmt.columns().map((c) => c.name)) : null;
-      cached = { stmt: row ? stmt.raw(true) : stmt, row, readonly: stmt.readonly };
-      this.statements.set(sql, cached);
-    }
-    return cached;
+    return this.statements.get(sql, this.prepare);
   }
+
+  private readonly prepare = (sql: string): CachedStatement => {
+    const stmt = this.conn.prepare(sql);
+    const row = stmt.reader ? rowBuilder(stmt.columns().map((c) => c.name)) : null;
+    return { stmt: row ? stmt.raw(true) : stmt, row, readonly: stmt.readonly, used: false };
+  };
 
   /**
    * Reads outside a write share one read transaction per event-loop turn, ended in the check
@@ -467,6 +466,10 @@ export class SqliteStore implements Store {
 
   stats(): Record<string, number> {
     return { queued_units: this.queue.length };
+  }
+
+  statementCache(): StatementCacheStats {
+    return this.statements.stats();
   }
 
   async ping(): Promise<void> {

@@ -1,5 +1,6 @@
 import type { Compilable, Kysely } from 'kysely';
 import type { Database } from './schema.ts';
+import type { StatementCacheStats } from './statement-cache.ts';
 
 /** A statement ready to run: SQL with positional parameters in the store's dialect. */
 export interface SqlQuery {
@@ -56,6 +57,8 @@ export interface Store {
   ping(): Promise<void>;
   /** Connection-pool figures for metrics: PostgreSQL total/idle/waiting, SQLite units queued for the next batch. */
   stats(): Record<string, number>;
+  /** SQLite only: its prepared-statement cache, for metrics. */
+  statementCache?(): StatementCacheStats;
   close(): Promise<void>;
 }
 

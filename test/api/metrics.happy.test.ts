@@ -44,7 +44,12 @@ forEachStore('GET /metrics', (kind) => {
     expect(sample(text, 'tessera_activations_total{api="public",outcome="max_devices_reached"}')).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'tessera_outbox_jobs{kind="metrics-test",status="pending"}')).toBe(1);
     if (kind === 'postgres') expect(sample(text, 'tessera_store_pool{state="total"}')).toBeGreaterThanOrEqual(1);
-    else expect(sample(text, 'tessera_store_pool{state="queued_units"}')).toBe(0);
+    else {
+      expect(sample(text, 'tessera_store_pool{state="queued_units"}')).toBe(0);
+      expect(sample(text, 'tessera_sqlite_statements_cached')).toBeGreaterThan(10);
+      expect(sample(text, 'tessera_sqlite_statements_evicted_total')).toBe(0);
+    }
+    if (kind === 'postgres') expect(text).not.toContain('tessera_sqlite_statements');
     expect(sample(text, 'process_cpu_seconds_total')).toBeGreaterThan(0);
     expect(sample(text, 'tessera_rate_limit_fallback_total')).toBe(0);
   });

@@ -16,9 +16,11 @@ const CHECKPOINT_EVERY_MS = 1000;
 /**
  * WAL frames (4 KiB pages) past which the next batch waits for a checkpoint to the WAL's end: under
  * sustained writes the worker's checkpoints never catch up with it, and SQLite starts the WAL over
- * from its beginning only once all of it is in the database file (64 MiB).
+ * from its beginning only once all of it is in the database file (256 MiB). Each such wait pauses
+ * writes for tens of milliseconds, which sets the activation p99: a larger bound makes them rarer
+ * (docs/decisions/sqlite-wal-sync.md, "The bound").
  */
-const WAL_LIMIT_FRAMES = 16_384;
+const WAL_LIMIT_FRAMES = 65_536;
 
 export interface SqliteOptions {
   mmapBytes?: number;

@@ -56,6 +56,8 @@ export interface ServiceOptions {
 }
 
 const DAY = 24 * 60 * 60_000;
+/** Webhook endpoints' and payment connections' secrets kept opened (SecretBox): a few hundred bytes each. */
+const OPENED_SECRETS = 1000;
 const DEFAULT_WEBHOOKS: WebhookConfig = { allowPrivate: false, connectTimeoutMs: 5000, timeoutMs: 10_000, maxSockets: 32, retentionDays: 30 };
 
 /**
@@ -86,7 +88,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   events.subscribe((event, unit) => audit.onEvent(event, unit));
   const webhookSettings = options.webhooks ?? DEFAULT_WEBHOOKS;
   const webhookRepo = new SqlWebhookRepository(store);
-  const webhookSecrets = new SecretBox(secretKey, 'webhook-secrets');
+  const webhookSecrets = new SecretBox(secretKey, 'webhook-secrets', { remember: OPENED_SECRETS });
   const webhooks = new WebhookService(webhookRepo, units, outbox, licenses, webhookSecrets, webhookSettings.allowPrivate, clock);
   events.subscribe((event, unit) => webhooks.onEvent(event, unit));
   jobConsumers[WEBHOOK_JOB] = new WebhookDeliverer(webhookRepo, units, new WebhookSender(webhookSettings), webhookSecrets, accounts, mail, outbox, clock);
@@ -109,7 +111,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
     [new StripeProvider({ apiUrl: options.stripeApiUrl })],
     products,
     licenses,
-    new SecretBox(secretKey, 'payment-providers'),
+    new SecretBox(secretKey, 'payment-providers', { remember: OPENED_SECRETS }),
     { baseUrl, onBackgroundError, clock, cliSecrets: options.stripeCliWebhookSecret ? { stripe: options.stripeCliWebhookSecret } : {} },
   );
   const dashboard = new DashboardAuthService(new SqlDashboardRepository(store), units, accounts, mail, baseUrl, clock);

@@ -29,11 +29,29 @@ const toJob = (r: OutboxTable): Job => ({ id: r.id, kind: r.kind, payload: JSON.
  */
 type EnqueueParams = { id: string; kind: string; payload: string; at: number };
 
+/** One worker's claim statements (Outbox.claimStatements): its kinds, the kinds with a lease of their own. */
+interface ClaimStatements {
+  kinds: readonly string[];
+  own: readonly string[];
+  hasDue: Prepared<Record<string, string | number>, { id: string }>;
+  claim: Prepared<Record<string, string | number>, OutboxTable>;
+}
+
+/** The parameters every claim statement takes: the time and the kinds. */
+function kindParams(statements: ClaimStatements, now: number): Record<string, string | number> {
+  const params: Record<string, string | number> = { now };
+  statements.kinds.forEach((kind, i) => {
+    params[`k${i}`] = kind;
+  });
+  return params;
+}
+
 export class Outbox {
   private readonly listeners = new Set<() => void>();
   /** Queued in the unit of every change that has a consumer (webhooks): built once. */
   private readonly insertJob: Prepared<EnqueueParams, never>;
   private readonly completeJob: Prepared<{ id: string; worker: string; at: number }, never>;
+  private readonly claims = new Map<string, ClaimStatements>();
 
   constructor(
     private readonly store: Store,
@@ -82,19 +100,57 @@ export class Outbox {
     return () => this.listeners.delete(listener);
   }
 
-  private dueFilter(kinds: readonly string[], now: number) {
-    return this.store.db
-      .selectFrom('outbox')
-      .select('id')
-      .where('status', '=', 'pending')
-      .where('next_attempt_at', '<=', now)
-      .where('kind', 'in', kinds)
-      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', now)]));
+  /**
+   * The due-job read and the claim for one worker's kinds and leases, built and compiled once: a
+   * worker asks with the same ones every time, and compiling the claim with Kysely cost more than
+   * running it. Kinds and leases are parameters (k0.., l0..), so the SQL text is one per shape.
+   */
+  private claimStatements(kinds: readonly string[], leaseByKind: Readonly<Record<string, number>>): ClaimStatements {
+    const own = Object.keys(leaseByKind);
+    const shape = `${kinds.join('\u0000')}|${own.join('\u0000')}`;
+    let statements = this.claims.get(shape);
+    if (statements) return statements;
+    const { db } = this.store;
+    type Params = Record<string, string | number>;
+    const due = (p: (name: string) => never) =>
+      db
+        .selectFrom('outbox')
+        .select('id')
+        .where('status', '=', sql.lit('pending'))
+        .where('next_attempt_at', '<=', p('now'))
+        .where('kind', 'in', kinds.map((_, i) => p(`k${i}`)))
+        .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', p('now'))]));
+    statements = {
+      kinds,
+      own,
+      hasDue: new Prepared<Params, { id: string }>((p) => due(p as never).limit(sql.lit(1))),
+      claim: new Prepared<Params, OutboxTable>((p) =>
+        db
+          .updateTable('outbox')
+          .set((eb) => {
+            const lease = (name: string) => eb.cast<number>(eb.val(p(name) as never), 'bigint');
+            return {
+              claimed_by: p('worker') as never,
+              // A CASE of parameters is cast, as PostgreSQL would take a CASE of untyped parameters for text.
+              claimed_until:
+                own.length === 0
+                  ? lease('until')
+                  : own.reduce((c, _, i) => c.when('kind', '=', p(`o${i}`) as never).then(lease(`l${i}`)), eb.case() as any).else(lease('until')).end(),
+              attempts: sql<number>`attempts + 1`,
+            };
+          })
+          .where('id', 'in', due(p as never).orderBy('next_attempt_at').limit(p('limit') as never).$if(this.store.lockRows, (q) => q.forUpdate().skipLocked()))
+          .returningAll(),
+      ),
+    };
+    this.claims.set(shape, statements);
+    return statements;
   }
 
   /** A cheap read first, so an idle worker never opens a write transaction. */
   async hasDue(kinds: readonly string[], now = this.clock()): Promise<boolean> {
-    return (await this.store.read.first(this.dueFilter(kinds, now).limit(1))) !== undefined;
+    const statements = this.claimStatements(kinds, {});
+    return (await this.store.read.first(statements.hasDue.bind(kindParams(statements, now)))) !== undefined;
   }
 
   /**
@@ -103,33 +159,16 @@ export class Outbox {
    * the attempt.
    */
   claim(workerId: string, kinds: readonly string[], leaseMs: number, limit: number, leaseByKind: Readonly<Record<string, number>> = {}): Promise<Job[]> {
+    const statements = this.claimStatements(kinds, leaseByKind);
     return this.store.write(async (tx) => {
       const now = this.clock();
-      const due = this.dueFilter(kinds, now)
-        .orderBy('next_attempt_at')
-        .limit(limit)
-        .$if(this.store.lockRows, (q) => q.forUpdate().skipLocked());
-      const own = Object.entries(leaseByKind);
-      const rows = await tx.all(
-        this.store.db
-          .updateTable('outbox')
-          .set((eb) => {
-            const lease = (until: number) => eb.cast<number>(eb.val(until), 'bigint');
-            return {
-              claimed_by: workerId,
-              // Parameters, not numbers: Kysely writes a plain number in a CASE into the SQL text, which
-              // made every claim a new statement to prepare (and filled the SQLite store's statement cache
-              // until it was cleared). Cast, as PostgreSQL would take a CASE of untyped parameters for text.
-              claimed_until:
-                own.length === 0
-                  ? now + leaseMs
-                  : own.reduce((c, [kind, ms]) => c.when('kind', '=', kind).then(lease(now + ms)), eb.case() as any).else(lease(now + leaseMs)).end(),
-              attempts: sql<number>`attempts + 1`,
-            };
-          })
-          .where('id', 'in', due)
-          .returningAll(),
-      );
+      const params = kindParams(statements, now);
+      statements.own.forEach((kind, i) => {
+        params[`o${i}`] = kind;
+        params[`l${i}`] = now + leaseByKind[kind]!;
+      });
+      Object.assign(params, { worker: workerId, until: now + leaseMs, limit });
+      const rows = await tx.all(statements.claim.bind(params));
       return rows.map(toJob).sort((a, b) => a.createdAt - b.createdAt);
     });
   }

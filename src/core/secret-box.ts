@@ -4,15 +4,6 @@ const VERSION = 'v1';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-/**
- * Authenticated encryption for secrets at rest (AES-256-GCM). Each purpose gets its own key,
- * derived from the server's root secret with HKDF-SHA256 and a purpose label, so a ciphertext
- * made for one purpose never opens under another. `context` (e.g. the owning row's id) is bound
- * as additional data: a ciphertext copied onto another row does not open there.
- *
- * Format: `v1.<base64url(iv | ciphertext | tag)>`; the version prefix leaves room for a new
- * algorithm or a rotated root secret without guessing what an old value is.
- */
 export interface SecretBoxOptions {
   /**
    * Keep up to this many opened values in memory (default none), for secrets used on a hot path
@@ -23,6 +14,15 @@ export interface SecretBoxOptions {
   remember?: number;
 }
 
+/**
+ * Authenticated encryption for secrets at rest (AES-256-GCM). Each purpose gets its own key,
+ * derived from the server's root secret with HKDF-SHA256 and a purpose label, so a ciphertext
+ * made for one purpose never opens under another. `context` (e.g. the owning row's id) is bound
+ * as additional data: a ciphertext copied onto another row does not open there.
+ *
+ * Format: `v1.<base64url(iv | ciphertext | tag)>`; the version prefix leaves room for a new
+ * algorithm or a rotated root secret without guessing what an old value is.
+ */
 export class SecretBox {
   private readonly key: Buffer;
   private readonly remember: number;

@@ -29,18 +29,12 @@ const toJob = (r: OutboxTable): Job => ({ id: r.id, kind: r.kind, payload: JSON.
  */
 type EnqueueParams = { id: string; kind: string; payload: string; at: number };
 
-/** One worker's claim statements (Outbox.claimStatements): its kinds, the kinds with a lease of their own. */
-interface ClaimStatements {
-  kinds: readonly string[];
-  own: readonly string[];
-  hasDue: Prepared<Record<string, string | number>, { id: string }>;
-  claim: Prepared<Record<string, string | number>, OutboxTable>;
-}
+type Params = Record<string, string | number>;
 
-/** The parameters every claim statement takes: the time and the kinds. */
-function kindParams(statements: ClaimStatements, now: number): Record<string, string | number> {
-  const params: Record<string, string | number> = { now };
-  statements.kinds.forEach((kind, i) => {
+/** The parameters every statement on due jobs takes: the time and the kinds (k0..). */
+function kindParams(kinds: readonly string[], now: number): Params {
+  const params: Params = { now };
+  kinds.forEach((kind, i) => {
     params[`k${i}`] = kind;
   });
   return params;
@@ -51,7 +45,9 @@ export class Outbox {
   /** Queued in the unit of every change that has a consumer (webhooks): built once. */
   private readonly insertJob: Prepared<EnqueueParams, never>;
   private readonly completeJob: Prepared<{ id: string; worker: string; at: number }, never>;
-  private readonly claims = new Map<string, ClaimStatements>();
+  /** Compiled once per worker's kinds (the due read) and kinds and leases (the claim): see dueJobs. */
+  private readonly dueReads = new Map<string, Prepared<Params, { id: string }>>();
+  private readonly claims = new Map<string, { own: readonly string[]; statement: Prepared<Params, OutboxTable> }>();
 
   constructor(
     private readonly store: Store,
@@ -101,56 +97,58 @@ export class Outbox {
   }
 
   /**
-   * The due-job read and the claim for one worker's kinds and leases, built and compiled once: a
-   * worker asks with the same ones every time, and compiling the claim with Kysely cost more than
-   * running it. Kinds and leases are parameters (k0.., l0..), so the SQL text is one per shape.
+   * Due jobs of `kinds`, for the due read and the claim. Both are built and compiled once per
+   * worker's kinds (and leases): a worker asks with the same ones every time, and compiling the
+   * claim with Kysely cost more than running it. Kinds and leases are parameters (k0.., o0.., l0..),
+   * so the SQL text is one per shape.
    */
-  private claimStatements(kinds: readonly string[], leaseByKind: Readonly<Record<string, number>>): ClaimStatements {
-    const own = Object.keys(leaseByKind);
-    const shape = `${kinds.join('\u0000')}|${own.join('\u0000')}`;
-    let statements = this.claims.get(shape);
-    if (statements) return statements;
-    const { db } = this.store;
-    type Params = Record<string, string | number>;
-    const due = (p: (name: string) => never) =>
-      db
-        .selectFrom('outbox')
-        .select('id')
-        .where('status', '=', sql.lit('pending'))
-        .where('next_attempt_at', '<=', p('now'))
-        .where('kind', 'in', kinds.map((_, i) => p(`k${i}`)))
-        .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', p('now'))]));
-    statements = {
-      kinds,
-      own,
-      hasDue: new Prepared<Params, { id: string }>((p) => due(p as never).limit(sql.lit(1))),
-      claim: new Prepared<Params, OutboxTable>((p) =>
-        db
-          .updateTable('outbox')
-          .set((eb) => {
-            const lease = (name: string) => eb.cast<number>(eb.val(p(name) as never), 'bigint');
-            return {
-              claimed_by: p('worker') as never,
-              // A CASE of parameters is cast, as PostgreSQL would take a CASE of untyped parameters for text.
-              claimed_until:
-                own.length === 0
-                  ? lease('until')
-                  : own.reduce((c, _, i) => c.when('kind', '=', p(`o${i}`) as never).then(lease(`l${i}`)), eb.case() as any).else(lease('until')).end(),
-              attempts: sql<number>`attempts + 1`,
-            };
-          })
-          .where('id', 'in', due(p as never).orderBy('next_attempt_at').limit(p('limit') as never).$if(this.store.lockRows, (q) => q.forUpdate().skipLocked()))
-          .returningAll(),
-      ),
-    };
-    this.claims.set(shape, statements);
-    return statements;
+  private dueJobs(kinds: readonly string[], p: (name: string) => never) {
+    return this.store.db
+      .selectFrom('outbox')
+      .select('id')
+      .where('status', '=', sql.lit('pending'))
+      .where('next_attempt_at', '<=', p('now'))
+      .where('kind', 'in', kinds.map((_, i) => p(`k${i}`)))
+      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', p('now'))]));
   }
 
   /** A cheap read first, so an idle worker never opens a write transaction. */
   async hasDue(kinds: readonly string[], now = this.clock()): Promise<boolean> {
-    const statements = this.claimStatements(kinds, {});
-    return (await this.store.read.first(statements.hasDue.bind(kindParams(statements, now)))) !== undefined;
+    const shape = kinds.join('\u0000');
+    let read = this.dueReads.get(shape);
+    if (!read) {
+      read = new Prepared<Params, { id: string }>((p) => this.dueJobs(kinds, p as never).limit(sql.lit(1)));
+      this.dueReads.set(shape, read);
+    }
+    return (await this.store.read.first(read.bind(kindParams(kinds, now)))) !== undefined;
+  }
+
+  private claimStatement(kinds: readonly string[], leaseByKind: Readonly<Record<string, number>>) {
+    const own = Object.keys(leaseByKind);
+    const shape = `${kinds.join('\u0000')}|${own.join('\u0000')}`;
+    let claim = this.claims.get(shape);
+    if (claim) return claim;
+    const statement = new Prepared<Params, OutboxTable>((p) =>
+      this.store.db
+        .updateTable('outbox')
+        .set((eb) => {
+          const lease = (name: string) => eb.cast<number>(eb.val(p(name) as never), 'bigint');
+          return {
+            claimed_by: p('worker') as never,
+            // A CASE of parameters is cast, as PostgreSQL would take a CASE of untyped parameters for text.
+            claimed_until:
+              own.length === 0
+                ? lease('until')
+                : own.reduce((c, _, i) => c.when('kind', '=', p(`o${i}`) as never).then(lease(`l${i}`)), eb.case() as any).else(lease('until')).end(),
+            attempts: sql<number>`attempts + 1`,
+          };
+        })
+        .where('id', 'in', this.dueJobs(kinds, p as never).orderBy('next_attempt_at').limit(p('limit') as never).$if(this.store.lockRows, (q) => q.forUpdate().skipLocked()))
+        .returningAll(),
+    );
+    claim = { own, statement };
+    this.claims.set(shape, claim);
+    return claim;
   }
 
   /**
@@ -159,16 +157,16 @@ export class Outbox {
    * the attempt.
    */
   claim(workerId: string, kinds: readonly string[], leaseMs: number, limit: number, leaseByKind: Readonly<Record<string, number>> = {}): Promise<Job[]> {
-    const statements = this.claimStatements(kinds, leaseByKind);
+    const claim = this.claimStatement(kinds, leaseByKind);
     return this.store.write(async (tx) => {
       const now = this.clock();
-      const params = kindParams(statements, now);
-      statements.own.forEach((kind, i) => {
+      const params = kindParams(kinds, now);
+      claim.own.forEach((kind, i) => {
         params[`o${i}`] = kind;
         params[`l${i}`] = now + leaseByKind[kind]!;
       });
       Object.assign(params, { worker: workerId, until: now + leaseMs, limit });
-      const rows = await tx.all(statements.claim.bind(params));
+      const rows = await tx.all(claim.statement.bind(params));
       return rows.map(toJob).sort((a, b) => a.createdAt - b.createdAt);
     });
   }

@@ -72,7 +72,7 @@ forEachStore('activation, validation and devices', (kind) => {
     expect((await publicValidate(key, productId)).body).toEqual({ isValid: false, status: null, device: null, license: null, reason });
   });
 
-  it('public validation reports revoked and expired; fallback keeps an expired license valid', async () => {
+  it('public and server validation report revoked and expired; fallback keeps an expired license valid', async () => {
     const revoked = await setup();
     await publicActivate(revoked.l.key, revoked.p.id);
     await call(ctx, { method: 'PATCH', url: '/api/v1/licenses', headers: revoked.headers, json: { revoked: true } });
@@ -82,9 +82,12 @@ forEachStore('activation, validation and devices', (kind) => {
     await publicActivate(expired.l.key, expired.p.id);
     await call(ctx, { method: 'PATCH', url: '/api/v1/licenses', headers: expired.headers, json: { expiresAt: '2020-01-01' } });
     expect((await publicValidate(expired.l.key, expired.p.id)).body.reason).toBe('expired');
+    const serverValidate = () => call(ctx, { method: 'POST', url: '/api/v1/licenses/validate', headers: expired.headers, json: { deviceIdentifier: 'dev-1' } });
+    expect((await serverValidate()).body).toMatchObject({ isValid: false, status: 'expired' });
 
     await call(ctx, { method: 'PATCH', url: `/api/v1/products/${expired.p.id}`, headers: expired.t.auth, json: { fallbackEnabled: true } });
     expect((await publicValidate(expired.l.key, expired.p.id)).body).toMatchObject({ isValid: true, status: 'fallbacked' });
+    expect((await serverValidate()).body).toMatchObject({ isValid: true, status: 'fallbacked', device: { identifier: 'dev-1' } });
     // A fallbacked license can still be activated on a new device.
     expect((await publicActivate(expired.l.key, expired.p.id, 'dev-2')).body).toMatchObject({ isValid: true, status: 'fallbacked' });
   });

@@ -94,14 +94,10 @@ type ActivationDeviceRow = { device_name: string | null; device_activation_date:
  */
 export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
   const db = store.db;
-  const lockQuery = (key: string) =>
-    db
-      .selectFrom('licenses as l')
-      .innerJoin('products as p', 'p.id', 'l.product_id')
-      .select([...LICENSE_COLUMNS, 'p.fallback_enabled'])
-      .where('l.key', '=', key)
-      // Lock the license row only: activations of other licenses of the product go on in parallel.
-      .$if(store.lockRows, (q) => q.forUpdate('l'));
+  const withFallback = (key: string) =>
+    db.selectFrom('licenses as l').innerJoin('products as p', 'p.id', 'l.product_id').select([...LICENSE_COLUMNS, 'p.fallback_enabled']).where('l.key', '=', key);
+  // Lock the license row only: activations of other licenses of the product go on in parallel.
+  const lockQuery = (key: string) => withFallback(key).$if(store.lockRows, (q) => q.forUpdate('l'));
   /**
    * Activation's read once the license is locked: the asking device by primary key and the device
    * count from the primary key's range (license_key is its first column), so an activation on a
@@ -138,6 +134,7 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
     ),
     lock: new Prepared<{ key: string }, LockRow>((p) => lockQuery(p('key'))),
     lockOwned: new Prepared<{ key: string; account: string }, LockRow>((p) => lockQuery(p('key')).where('l.user_id', '=', p('account'))),
+    withFallbackOwned: new Prepared<{ key: string; account: string }, LockRow>((p) => withFallback(p('key')).where('l.user_id', '=', p('account'))),
     license: new Prepared<{ key: string }, LicenseRow>((p) => db.selectFrom('licenses').selectAll().where('key', '=', p('key'))),
     licenseOwned: new Prepared<{ key: string; account: string }, LicenseRow>((p) =>
       db.selectFrom('licenses').selectAll().where('key', '=', p('key')).where('user_id', '=', p('account')),
@@ -208,6 +205,13 @@ export class SqlLicenseRepository implements LicenseRepository {
 
   getOwned(accountId: string, key: string, unit?: Unit): Promise<License | undefined> {
     return readLicense(readerOf(this.store, unit), this.q, key, accountId);
+  }
+
+  async getOwnedWithFallback(accountId: string, key: string): Promise<{ license: License; fallbackEnabled: boolean } | undefined> {
+    const row = await this.store.read.first(this.q.withFallbackOwned.bind({ key, account: accountId }));
+    if (!row) return undefined;
+    const devices = await this.store.read.all(this.q.devices.bind({ key }));
+    return { license: { ...toRecord(row), activeDevices: devices.map(toDevice) }, fallbackEnabled: bool(row.fallback_enabled) };
   }
 
   async findForValidation(key: string, identifier: string): Promise<ValidationRow | undefined> {

@@ -461,8 +461,9 @@ export class LicenseService {
 
   /** Server API: the same checks; only the product and device the caller names are asked. */
   async serverValidate(principal: Principal, key: string, query: { productId?: string; deviceIdentifier?: string }): Promise<ServerValidation> {
-    const license = await this.get(principal, key);
-    const { fallbackEnabled } = await this.products.get(principal, license.productId);
+    const found = await this.repo.getOwnedWithFallback(principal.accountId, normalizeLicenseKey(key));
+    if (!found) throw notFound('License');
+    const { license, fallbackEnabled } = found;
     const identifier = query.deviceIdentifier === undefined ? undefined : cleanIdentifier(query.deviceIdentifier);
     const device = identifier === undefined ? null : (license.activeDevices.find((d) => d.identifier === identifier) ?? null);
     const verdict = evaluate(

@@ -89,6 +89,8 @@ export interface LicenseRepository {
   ownersOf(keys: string[], unit?: Unit): Promise<Map<string, string>>;
   /** The account's license with its devices. */
   getOwned(accountId: string, key: string, unit?: Unit): Promise<License | undefined>;
+  /** The account's license with its devices and its product's fallback flag (server validate's one read of the product). */
+  getOwnedWithFallback(accountId: string, key: string): Promise<{ license: License; fallbackEnabled: boolean } | undefined>;
   /** The public hot path: license, product fallback flag and asking device in one statement. */
   findForValidation(key: string, deviceIdentifier: string): Promise<ValidationRow | undefined>;
   listByProduct(accountId: string, productId: string, options: { email?: string; limit: number; after?: { createdAt: number; key: string } }): Promise<License[]>;

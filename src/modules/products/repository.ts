@@ -1,4 +1,5 @@
 import type { Store } from '../../storage/index.ts';
+import { Prepared } from '../../storage/prepared.ts';
 import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Insertable, Updateable } from 'kysely';
@@ -42,14 +43,20 @@ function columns(f: Partial<ProductFields> & { hasImage?: boolean }) {
 }
 
 export class SqlProductRepository implements ProductRepository {
-  constructor(private readonly store: Store) {}
+  /** Reads of one product, on every request that names one (license creation, tokens...): built and compiled once. */
+  private readonly q;
+
+  constructor(private readonly store: Store) {
+    const owned = (p: <K extends 'id' | 'account'>(name: K) => string) =>
+      store.db.selectFrom('products').selectAll().where('id', '=', p('id')).where('user_id', '=', p('account'));
+    this.q = {
+      owned: new Prepared<{ id: string; account: string }, ProductRow>(owned),
+      lock: new Prepared<{ id: string; account: string }, ProductRow>((p) => owned(p).$if(store.lockRows, (q) => q.forUpdate())),
+    };
+  }
 
   private get db() {
     return this.store.db;
-  }
-
-  private owned(accountId: string, id: string) {
-    return this.db.selectFrom('products').selectAll().where('id', '=', id).where('user_id', '=', accountId);
   }
 
   async insert(unit: Unit, p: Product): Promise<void> {
@@ -65,7 +72,7 @@ export class SqlProductRepository implements ProductRepository {
   }
 
   async get(accountId: string, id: string, unit?: Unit): Promise<Product | undefined> {
-    const row = await readerOf(this.store, unit).first(this.owned(accountId, id));
+    const row = await readerOf(this.store, unit).first(this.q.owned.bind({ id, account: accountId }));
     return row && toProduct(row);
   }
 
@@ -77,7 +84,7 @@ export class SqlProductRepository implements ProductRepository {
   }
 
   async lock(unit: Unit, accountId: string, id: string): Promise<Product | undefined> {
-    const row = await executorOf(unit).first(this.owned(accountId, id).$if(this.store.lockRows, (q) => q.forUpdate()));
+    const row = await executorOf(unit).first(this.q.lock.bind({ id, account: accountId }));
     return row && toProduct(row);
   }
 

@@ -77,6 +77,8 @@ forEachStore('activation, validation and devices', (kind) => {
     await publicActivate(revoked.l.key, revoked.p.id);
     await call(ctx, { method: 'PATCH', url: '/api/v1/licenses', headers: revoked.headers, json: { revoked: true } });
     expect((await publicValidate(revoked.l.key, revoked.p.id)).body.reason).toBe('revoked');
+    const revokedServer = await call(ctx, { method: 'POST', url: '/api/v1/licenses/validate', headers: revoked.headers, json: { deviceIdentifier: 'dev-1' } });
+    expect(revokedServer.body).toMatchObject({ isValid: false, status: 'revoked', device: { identifier: 'dev-1' } });
 
     const expired = await setup({}, { type: 'timed', expiresAt: '2030-01-01' });
     await publicActivate(expired.l.key, expired.p.id);

@@ -275,6 +275,15 @@ export interface DashboardPasswordResetsTable {
   created_at: number;
 }
 
+/** An account's e-mail change waiting for the new address to confirm it (migration 012). */
+export interface DashboardEmailChangesTable {
+  token_hash: string;
+  user_id: string;
+  new_email: string;
+  expires_at: number;
+  created_at: number;
+}
+
 /** Activations and validations per product and UTC day (days since the epoch), flushed from memory (migration 006). */
 export interface ActivityDailyTable {
   product_id: string;
@@ -308,6 +317,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   dashboard_sessions: DashboardSessionsTable;
   dashboard_password_resets: DashboardPasswordResetsTable;
+  dashboard_email_changes: DashboardEmailChangesTable;
   activity_daily: ActivityDailyTable;
 }
 

@@ -1,7 +1,9 @@
 import type { Store } from '../../storage/index.ts';
+import { isUniqueViolation } from '../../storage/constraint.ts';
 import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
+import { AppError } from '../../core/errors.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
-import type { Account, AccountRepository } from './service.ts';
+import { type Account, type AccountRepository, emailInUse } from './service.ts';
 
 type Row = { id: string; email: string; password_hash: string; plan: 'free' | 'plus'; created_at: number };
 const toAccount = (r: Row): Account => ({ id: r.id, email: r.email, passwordHash: r.password_hash, plan: r.plan, createdAt: r.created_at });
@@ -47,6 +49,22 @@ export class SqlAccountRepository implements AccountRepository {
 
   setPlan(unit: Unit, id: string, plan: Account['plan']): Promise<number> {
     return executorOf(unit).run(this.db.updateTable('accounts').set({ plan }).where('id', '=', id));
+  }
+
+  async setEmail(unit: Unit, id: string, email: string): Promise<void> {
+    try {
+      const changed = await executorOf(unit).run(
+        this.db
+          .updateTable('accounts')
+          .set({ email })
+          .where('id', '=', id)
+          .where((eb) => eb.not(eb.exists(eb.selectFrom('accounts as other').select('other.id').where('other.email', '=', email)))),
+      );
+      if (changed === 0) throw (await this.findById(id, unit)) ? emailInUse('newEmail') : new AppError('not_found', 'Account not found.');
+    } catch (error) {
+      // PostgreSQL: two accounts moving to one address at once; the second meets the unique index.
+      throw isUniqueViolation(error) ? emailInUse('newEmail') : error;
+    }
   }
 
   setPasswordHash(unit: Unit, id: string, passwordHash: string): Promise<number> {

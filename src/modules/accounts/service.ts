@@ -22,6 +22,8 @@ export interface AccountRepository {
   findByEmail(email: string): Promise<Account | undefined>;
   findById(id: string, unit?: Unit): Promise<Account | undefined>;
   setPlan(unit: Unit, id: string, plan: Plan): Promise<number>;
+  /** Moves the account to `email` (canonical); throws `emailInUse` when another account has it. */
+  setEmail(unit: Unit, id: string, email: string): Promise<void>;
   setPasswordHash(unit: Unit, id: string, passwordHash: string): Promise<number>;
   count(): Promise<number>;
 }
@@ -35,6 +37,10 @@ export function checkPassword(password: string, path = 'password'): void {
   if (password.length < MIN_PASSWORD) throw invalidRequest(path, `must be at least ${MIN_PASSWORD} characters`);
   if (password.length > MAX_PASSWORD) throw invalidRequest(path, `must be at most ${MAX_PASSWORD} characters`);
 }
+
+/** An address is one account's log-in name: another account may not take it. */
+export const emailInUse = (path = 'email'): AppError =>
+  new AppError('invalid_request', 'An account with this e-mail already exists.', [{ path, message: 'already in use' }]);
 
 /** Verified against when the address is unknown, so a failed log-in takes as long either way. */
 let decoyHash: Promise<string> | undefined;
@@ -70,9 +76,7 @@ export class AccountService {
     checkPassword(input.password);
     const plan = (input.plan ?? 'free') as Plan;
     if (!PLANS.includes(plan)) throw invalidRequest('plan', `must be one of ${PLANS.join(', ')}`);
-    if (await this.repo.findByEmail(email)) {
-      throw new AppError('invalid_request', 'An account with this e-mail already exists.', [{ path: 'email', message: 'already in use' }]);
-    }
+    if (await this.repo.findByEmail(email)) throw emailInUse();
     // argon2id with the library's defaults (19 MiB, t=2), the OWASP baseline.
     return { id: newUserId(), email, passwordHash: await hash(input.password), plan, createdAt: this.clock() };
   }
@@ -97,6 +101,11 @@ export class AccountService {
   async hashNewPassword(password: string, path = 'password'): Promise<string> {
     checkPassword(password, path);
     return hash(password);
+  }
+
+  /** Moves the account to a new address in the caller's unit (the dashboard's links and notices go with it). */
+  setEmail(unit: Unit, id: string, email: string): Promise<void> {
+    return this.repo.setEmail(unit, id, email);
   }
 
   async setPlan(email: string, plan: string): Promise<Account> {

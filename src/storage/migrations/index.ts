@@ -10,6 +10,7 @@ import * as m008Idempotency from './008_idempotency.ts';
 import * as m009Hardening from './009_hardening.ts';
 import * as m010AuditLicenseIndex from './010_audit_license_index.ts';
 import * as m011IdempotencyLog from './011_idempotency_log.ts';
+import * as m012EmailChanges from './012_email_changes.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -28,6 +29,7 @@ export const migrations: Record<string, Migration> = {
   '009_hardening': m009Hardening,
   '010_audit_license_index': m010AuditLicenseIndex,
   '011_idempotency_log': m011IdempotencyLog,
+  '012_email_changes': m012EmailChanges,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -202,6 +202,11 @@ for (const kind of storeKinds()) {
       expect(await page.getByRole('img').first().getAttribute('aria-label')).toContain('2 activations');
       await shoot('activity');
       await nav('Account');
+      await page.getByLabel('New e-mail address').fill('sales@aurora.test');
+      await page.getByLabel('Your password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Send the confirmation link' }).click();
+      expect(await page.getByText('A confirmation link is on its way to the new address.').isVisible()).toBe(true);
+      expect(await page.getByText('Waiting for sales@aurora.test to confirm').isVisible()).toBe(true);
       await shoot('account');
       await nav('API keys');
       await page.getByRole('button', { name: 'Revoke Web shop…' }).click();

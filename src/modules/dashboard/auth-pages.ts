@@ -74,6 +74,21 @@ ${input({ name: 'password', label: 'New password', type: 'password', form: { ...
   });
 }
 
+/** The e-mailed link's page: a button confirms (a GET changes nothing: mail scanners open links). */
+export function emailConfirmPage(d: { csrf: string; token: string; newEmail: string }): string {
+  return page({
+    title: 'Confirm your new e-mail address',
+    narrow: true,
+    content: html`<form class="panel" method="post" action="/dashboard/email/confirm">
+<h1>Confirm your new e-mail address</h1>
+<p class="lead">Your Tessera dashboard account will sign in as ${d.newEmail}, and its e-mails will go there.</p>
+${csrfInput(d.csrf)}
+<input type="hidden" name="token" value="${d.token}">
+<div class="form-foot"><button type="submit">Confirm ${d.newEmail}</button></div>
+</form>`,
+  });
+}
+
 export function messagePage(d: { title: string; text: string; action?: { text: string; href: string } }): string {
   return page({
     title: d.title,

@@ -1,10 +1,13 @@
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
 import { executorOf } from '../../storage/unit-of-work.ts';
-import type { DashboardRepository, DashboardSession, PasswordReset } from './service.ts';
+import type { DashboardRepository, DashboardSession, EmailChange, PasswordReset } from './service.ts';
 
 type SessionRow = { id: string; token_hash: string; user_id: string; created_at: number; last_seen_at: number };
 const toSession = (r: SessionRow): DashboardSession => ({ id: r.id, userId: r.user_id, createdAt: Number(r.created_at), lastSeenAt: Number(r.last_seen_at) });
+
+type EmailChangeRow = { user_id: string; new_email: string; expires_at: number; created_at: number };
+const toEmailChange = (r: EmailChangeRow): EmailChange => ({ userId: r.user_id, newEmail: r.new_email, expiresAt: Number(r.expires_at), createdAt: Number(r.created_at) });
 
 export class SqlDashboardRepository implements DashboardRepository {
   constructor(private readonly store: Store) {}
@@ -59,5 +62,38 @@ export class SqlDashboardRepository implements DashboardRepository {
     if (!row) return undefined;
     // Single use: of two concurrent uses, only the one whose delete removed the row goes on.
     return (await ex.run(this.db.deleteFrom('dashboard_password_resets').where('token_hash', '=', tokenHash))) === 1 ? row.user_id : undefined;
+  }
+
+  async insertEmailChange(unit: Unit, tokenHash: string, c: EmailChange): Promise<void> {
+    const ex = executorOf(unit);
+    // As with reset links: one pending change per account, and expired ones of anyone go.
+    await ex.run(this.db.deleteFrom('dashboard_email_changes').where((eb) => eb.or([eb('user_id', '=', c.userId), eb('expires_at', '<=', c.createdAt)])));
+    await ex.run(
+      this.db.insertInto('dashboard_email_changes').values({ token_hash: tokenHash, user_id: c.userId, new_email: c.newEmail, expires_at: c.expiresAt, created_at: c.createdAt }),
+    );
+  }
+
+  async findEmailChange(tokenHash: string, now: number): Promise<EmailChange | undefined> {
+    const row = await this.store.read.first(this.db.selectFrom('dashboard_email_changes').selectAll().where('token_hash', '=', tokenHash).where('expires_at', '>', now));
+    return row && toEmailChange(row);
+  }
+
+  async findEmailChangeOf(userId: string, now: number): Promise<EmailChange | undefined> {
+    const row = await this.store.read.first(this.db.selectFrom('dashboard_email_changes').selectAll().where('user_id', '=', userId).where('expires_at', '>', now));
+    return row && toEmailChange(row);
+  }
+
+  async takeEmailChange(unit: Unit, tokenHash: string, now: number): Promise<EmailChange | undefined> {
+    const ex = executorOf(unit);
+    const row = await ex.first(this.db.selectFrom('dashboard_email_changes').selectAll().where('token_hash', '=', tokenHash).where('expires_at', '>', now));
+    if (!row) return undefined;
+    // Single use, as takeReset.
+    return (await ex.run(this.db.deleteFrom('dashboard_email_changes').where('token_hash', '=', tokenHash))) === 1 ? toEmailChange(row) : undefined;
+  }
+
+  async deleteLinksOf(unit: Unit, userId: string): Promise<void> {
+    const ex = executorOf(unit);
+    await ex.run(this.db.deleteFrom('dashboard_password_resets').where('user_id', '=', userId));
+    await ex.run(this.db.deleteFrom('dashboard_email_changes').where('user_id', '=', userId));
   }
 }

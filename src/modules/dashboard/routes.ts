@@ -8,9 +8,10 @@ import type { Csrf } from '../../http/web/csrf.ts';
 import type { Notice } from '../../http/web/notice.ts';
 import { sendPage as send, webPages } from '../../http/web/pages.ts';
 import type { Services } from '../../services.ts';
+import type { Account } from '../accounts/service.ts';
 import { IMAGE_MAX_BYTES } from '../product-images/service.ts';
 import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts';
-import { accountFormPage, forgotPage, loginPage, messagePage, resetPage } from './auth-pages.ts';
+import { accountFormPage, emailConfirmPage, forgotPage, loginPage, messagePage, resetPage } from './auth-pages.ts';
 import { fieldErrors, type FormBody } from './forms.ts';
 import { NOTICES } from './screen.ts';
 import { SCREENS } from './screens.ts';
@@ -210,6 +211,35 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
     }
     if (!done) return send(reply, 400, deadLink());
     return reply.header('set-cookie', sessionCookie('', 0)).redirect('/dashboard/login?notice=password-reset', 303);
+  });
+
+  // The new address's confirmation link: open like the reset link (it may be opened in another browser).
+  const deadEmailLink = () =>
+    messagePage({
+      title: 'This link does not work',
+      text: 'Confirmation links work once, for 1 hour. Ask for a new one on your account page.',
+      action: { text: 'Go to your account', href: '/dashboard/account' },
+    });
+
+  app.get('/dashboard/email/confirm', { config: pageLimit }, async (req, reply) => {
+    const token = (req.query as { token?: unknown }).token;
+    const change = typeof token === 'string' && token.length <= 128 ? await auth.emailChangeFor(token) : undefined;
+    if (!change) return send(reply, 400, deadEmailLink());
+    return send(reply, 200, emailConfirmPage({ csrf: csrfCookie.token(req, reply), token: token as string, newEmail: change.newEmail }));
+  });
+
+  app.post('/dashboard/email/confirm', { config: loginLimit, bodyLimit: FORM_LIMIT }, async (req, reply) => {
+    const body = form(req);
+    if (!csrfCookie.verify(req, body.csrf)) return refused(reply, '/dashboard/account');
+    let account: Account | undefined;
+    try {
+      account = await auth.confirmEmailChange((body.token ?? '').slice(0, 128));
+    } catch (error) {
+      if (!fieldErrors(error)) throw error;
+      return send(reply, 409, messagePage({ title: 'This address is taken', text: 'Another account uses this e-mail address now, so yours stays as it was.', action: { text: 'Go to your account', href: '/dashboard/account' } }));
+    }
+    if (!account) return send(reply, 400, deadEmailLink());
+    return send(reply, 200, messagePage({ title: 'Your e-mail address is changed', text: `You sign in as ${account.email} from now on.`, action: { text: 'Go to the dashboard', href: '/dashboard' } }));
   });
 
   app.post('/dashboard/logout', { config: pageLimit, bodyLimit: FORM_LIMIT }, async (req, reply) => {

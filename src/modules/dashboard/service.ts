@@ -1,15 +1,16 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { isValidEmail, normalizeEmail } from '../../core/email.ts';
+import { canonicalEmail, isValidEmail, normalizeEmail } from '../../core/email.ts';
 import { AppError, invalidRequest } from '../../core/errors.ts';
 import type { Principal } from '../../core/principal.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
-import type { Account, AccountService } from '../accounts/service.ts';
+import { type Account, type AccountService, emailInUse } from '../accounts/service.ts';
 import type { MailQueue } from '../mail/queue.ts';
-import { passwordResetMail } from '../mail/templates.ts';
+import { emailChangedMail, emailChangeMail, passwordResetMail } from '../mail/templates.ts';
 
 const MINUTE = 60_000;
 export const SESSION_IDLE_MS = 7 * 24 * 60 * MINUTE;
 export const RESET_VALIDITY_MS = 60 * MINUTE;
+export const EMAIL_CHANGE_VALIDITY_MS = 60 * MINUTE;
 /** last_seen_at is written at most this often per session: a write per page view buys nothing. */
 const TOUCH_INTERVAL_MS = 5 * MINUTE;
 
@@ -27,6 +28,14 @@ export interface PasswordReset {
   createdAt: number;
 }
 
+/** A new e-mail address for an account, waiting for a link sent to it to be opened. */
+export interface EmailChange {
+  userId: string;
+  newEmail: string;
+  expiresAt: number;
+  createdAt: number;
+}
+
 export interface DashboardRepository {
   insertSession(unit: Unit, tokenHash: string, session: DashboardSession): Promise<void>;
   /** The session whose cookie hashes to `tokenHash`, unless idle since `seenAfter` or earlier. */
@@ -39,6 +48,15 @@ export interface DashboardRepository {
   findReset(tokenHash: string, now: number): Promise<PasswordReset | undefined>;
   /** Consumes a live reset link: the account's id, or undefined when unknown, expired or already used. */
   takeReset(unit: Unit, tokenHash: string, now: number): Promise<string | undefined>;
+  /** Replaces the account's pending e-mail change, if any. */
+  insertEmailChange(unit: Unit, tokenHash: string, change: EmailChange): Promise<void>;
+  findEmailChange(tokenHash: string, now: number): Promise<EmailChange | undefined>;
+  /** The account's live pending change (its account page shows it). */
+  findEmailChangeOf(userId: string, now: number): Promise<EmailChange | undefined>;
+  /** Consumes a live confirmation link, as takeReset does. */
+  takeEmailChange(unit: Unit, tokenHash: string, now: number): Promise<EmailChange | undefined>;
+  /** Drops the account's reset links and pending e-mail changes (they went to, or were asked from, the old address). */
+  deleteLinksOf(unit: Unit, userId: string): Promise<void>;
 }
 
 export interface SignedIn {
@@ -151,6 +169,72 @@ export class DashboardAuthService {
       await this.repo.deleteSessionsOf(unit, userId, now - SESSION_IDLE_MS);
       return true;
     });
+  }
+
+  /**
+   * Asks for the account's address to become `rawEmail`: checks the password, then e-mails a
+   * single-use link valid 1 hour to the new address. Nothing changes until that link is used.
+   */
+  async requestEmailChange(userId: string, currentPassword: string, rawEmail: string): Promise<EmailChange> {
+    const account = await this.accounts.findById(userId);
+    if (!account) throw new AppError('not_found', 'Account not found.');
+    const newEmail = canonicalEmail(rawEmail);
+    if (!newEmail) throw invalidRequest('newEmail', 'must be a valid e-mail address');
+    if (newEmail === account.email) throw invalidRequest('newEmail', 'is already your e-mail address');
+    if (!(await this.accounts.verifyPassword(account.email, currentPassword))) throw invalidRequest('password', 'is not right');
+    if (await this.accounts.findByEmail(newEmail)) throw emailInUse('newEmail');
+    const token = newToken();
+    const now = this.clock();
+    const change: EmailChange = { userId, newEmail, expiresAt: now + EMAIL_CHANGE_VALIDITY_MS, createdAt: now };
+    const mail = emailChangeMail({ url: `${this.baseUrl}/dashboard/email/confirm?token=${token}`, newEmail, validForMinutes: EMAIL_CHANGE_VALIDITY_MS / MINUTE });
+    await this.units.run(async (unit) => {
+      await this.repo.insertEmailChange(unit, hashToken(token), change);
+      await this.mail.queue(unit, { kind: 'email_change', to: newEmail, replyTo: null, ...mail });
+    });
+    return change;
+  }
+
+  /** The account's pending change, while its link is live. */
+  pendingEmailChange(userId: string): Promise<EmailChange | undefined> {
+    return this.repo.findEmailChangeOf(userId, this.clock());
+  }
+
+  /** The change a confirmation link stands for, while it is live (the confirmation page shows it). */
+  emailChangeFor(token: string): Promise<EmailChange | undefined> {
+    return this.repo.findEmailChange(hashToken(token), this.clock());
+  }
+
+  /**
+   * Uses a confirmation link once: the account's address becomes the new one. undefined when the
+   * link is dead; `emailInUse` when another account took the address meanwhile.
+   */
+  confirmEmailChange(token: string): Promise<Account | undefined> {
+    const now = this.clock();
+    return this.units.run(async (unit) => {
+      const change = await this.repo.takeEmailChange(unit, hashToken(token), now);
+      if (!change) return undefined;
+      return this.moveAccount(unit, change.userId, change.newEmail);
+    });
+  }
+
+  /** The command line's change (whoever runs the server): at once, without a link; the old address is told. */
+  async setEmail(currentEmail: string, rawEmail: string): Promise<Account> {
+    const account = await this.accounts.requireByEmail(currentEmail);
+    const newEmail = canonicalEmail(rawEmail);
+    if (!newEmail) throw invalidRequest('newEmail', 'must be a valid e-mail address');
+    if (newEmail === account.email) return account;
+    return this.units.run((unit) => this.moveAccount(unit, account.id, newEmail));
+  }
+
+  /** The address changes; links sent to or asked from the old one die; the old address gets a notice. */
+  private async moveAccount(unit: Unit, userId: string, newEmail: string): Promise<Account> {
+    const account = await this.accounts.findById(userId, unit);
+    if (!account) throw new AppError('not_found', 'Account not found.');
+    await this.accounts.setEmail(unit, userId, newEmail);
+    await this.repo.deleteLinksOf(unit, userId);
+    const notice = emailChangedMail({ newEmail, dashboardUrl: `${this.baseUrl}/dashboard` });
+    await this.mail.queue(unit, { kind: 'email_changed', to: account.email, replyTo: null, ...notice });
+    return { ...account, email: newEmail };
   }
 
   private async startSession(userId: string): Promise<SignedIn> {

@@ -164,3 +164,54 @@ ${button('Choose a new password', d.url)}
   ].join('\n');
   return { subject: 'Reset your dashboard password', text, html: layout('Reset your dashboard password', 'Choose a new password', body) };
 }
+
+export interface EmailChangeMailData {
+  url: string;
+  newEmail: string;
+  validForMinutes: number;
+}
+
+/** To the new address: the link that confirms it (the change waits for it). */
+export function emailChangeMail(d: EmailChangeMailData): RenderedMail {
+  const body = html`
+<h1 style="margin:0 0 12px 0;font-size:22px;line-height:1.3;">Confirm your new e-mail address</h1>
+<p style="margin:0 0 8px 0;color:#374151;">Someone signed in to a Tessera dashboard account asked to make ${d.newEmail} its e-mail address.</p>
+${button('Confirm this address', d.url)}
+<p style="margin:0 0 8px 0;font-size:14px;color:#4b5563;">The link works once, for ${d.validForMinutes} minutes. If the button does not work, copy this address into your browser:</p>
+<p style="margin:0 0 16px 0;font-size:13px;color:#4b5563;word-break:break-all;">${d.url}</p>
+<p style="margin:0 0 24px 0;font-size:14px;color:#4b5563;">If you did not ask for this, ignore this e-mail: nothing changes.</p>`;
+  const text = [
+    'Confirm your new e-mail address',
+    '',
+    `Someone signed in to a Tessera dashboard account asked to make ${d.newEmail} its e-mail address. Confirm it here:`,
+    '',
+    d.url,
+    '',
+    `The link works once, for ${d.validForMinutes} minutes.`,
+    'If you did not ask for this, ignore this e-mail: nothing changes.',
+    '',
+  ].join('\n');
+  return { subject: 'Confirm your new e-mail address', text, html: layout('Confirm your new e-mail address', 'One click to confirm', body) };
+}
+
+export interface EmailChangedMailData {
+  newEmail: string;
+  dashboardUrl: string;
+}
+
+/** To the old address, once the change is made: the owner learns of it if it was not them. */
+export function emailChangedMail(d: EmailChangedMailData): RenderedMail {
+  const body = html`
+<h1 style="margin:0 0 12px 0;font-size:22px;line-height:1.3;">Your dashboard e-mail address changed</h1>
+<p style="margin:0 0 8px 0;color:#374151;">The Tessera dashboard account of this address now signs in as ${d.newEmail}. E-mails about the account go there from now on.</p>
+<p style="margin:0 0 24px 0;font-size:14px;color:#4b5563;">If you did not make this change, tell the person who runs this Tessera server (${d.dashboardUrl}): they can set the address back from its command line.</p>`;
+  const text = [
+    'Your dashboard e-mail address changed',
+    '',
+    `The Tessera dashboard account of this address now signs in as ${d.newEmail}. E-mails about the account go there from now on.`,
+    '',
+    `If you did not make this change, tell the person who runs this Tessera server (${d.dashboardUrl}): they can set the address back from its command line.`,
+    '',
+  ].join('\n');
+  return { subject: 'Your dashboard e-mail address changed', text, html: layout('Your dashboard e-mail address changed', `Now ${d.newEmail}`, body) };
+}

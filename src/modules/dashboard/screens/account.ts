@@ -1,15 +1,21 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { html } from '../../../http/html.ts';
+import type { Services } from '../../../services.ts';
 import { MIN_PASSWORD } from '../../accounts/service.ts';
+import { EMAIL_CHANGE_VALIDITY_MS } from '../service.ts';
 import { fieldErrors } from '../forms.ts';
 import { formOf, redirectWith, render, type Screen } from '../screen.ts';
 import { csrfInput, emptyForm, type FormState, formError, input, pageHead, when } from '../views.ts';
 
 const SECTION = '/dashboard/account';
 
-function accountPage(req: FastifyRequest, reply: FastifyReply, o: { status?: number; form?: FormState } = {}) {
+type Forms = { password?: FormState; email?: FormState };
+
+async function accountPage(req: FastifyRequest, reply: FastifyReply, services: Services, o: { status?: number; forms?: Forms } = {}) {
   const { account, viewer } = req.dashboard;
-  const form = o.form ?? emptyForm();
+  const form = o.forms?.password ?? emptyForm();
+  const emailForm = o.forms?.email ?? emptyForm();
+  const pending = await services.dashboard.pendingEmailChange(account.id);
   return render(req, reply, {
     status: o.status,
     title: 'Account',
@@ -20,6 +26,16 @@ function accountPage(req: FastifyRequest, reply: FastifyReply, o: { status?: num
 <dl class="facts"><div><dt>E-mail</dt><dd>${account.email}</dd></div><div><dt>Plan</dt><dd>${account.plan === 'plus' ? 'Plus' : 'Free'}</dd></div><div><dt>Since</dt><dd>${when(account.createdAt)}</dd></div></dl>
 <p class="hint">${account.plan === 'plus' ? 'Plus includes product images in purchase e-mails.' : 'The plus plan adds product images to purchase e-mails; your server operator changes plans with the CLI.'}</p>
 </section>
+<form class="panel" method="post" action="${SECTION}/email" novalidate>
+<h2>Change your e-mail address</h2>
+<p class="hint">You sign in with it, and account e-mails go to it. We send a link to the new address; the change is made when it is opened (within ${EMAIL_CHANGE_VALIDITY_MS / 60_000} minutes).</p>
+${pending && html`<p class="notice warn" role="status">Waiting for ${pending.newEmail} to confirm, until ${when(pending.expiresAt)}. Asking again replaces that link.</p>`}
+${formError(emailForm)}
+${csrfInput(viewer.csrf)}
+${input({ name: 'newEmail', label: 'New e-mail address', type: 'email', form: emailForm, required: true, attrs: html` autocomplete="email" maxlength="254"` })}
+${input({ name: 'password', label: 'Your password', type: 'password', form: { ...emailForm, values: {} }, required: true, attrs: html` autocomplete="current-password"` })}
+<div class="form-foot"><button type="submit">Send the confirmation link</button></div>
+</form>
 <form class="panel" method="post" action="${SECTION}/password" novalidate>
 <h2>Change your password</h2>
 <p class="hint">Every other browser signed in to this account is signed out.</p>
@@ -35,9 +51,25 @@ ${input({ name: 'newPassword', label: 'New password', type: 'password', form: { 
 
 export const accountScreen: Screen = {
   nav: { label: 'Account', href: SECTION },
-  notices: { 'password-changed': { tone: 'ok', text: 'Password changed. Other browsers are signed out.' } },
+  notices: {
+    'password-changed': { tone: 'ok', text: 'Password changed. Other browsers are signed out.' },
+    'email-change-sent': { tone: 'ok', text: 'A confirmation link is on its way to the new address. Your e-mail address changes when you open it.' },
+  },
   routes: async (app, { services, setSession }) => {
-    app.get(SECTION, async (req, reply) => accountPage(req, reply));
+    app.get(SECTION, async (req, reply) => accountPage(req, reply, services));
+
+    app.post(`${SECTION}/email`, async (req, reply) => {
+      const f = formOf(req);
+      const newEmail = (f.newEmail ?? '').trim();
+      try {
+        await services.dashboard.requestEmailChange(req.dashboard.account.id, f.password ?? '', newEmail);
+        return redirectWith(reply, SECTION, 'email-change-sent');
+      } catch (error) {
+        const errors = fieldErrors(error);
+        if (!errors) throw error;
+        return accountPage(req, reply, services, { status: 400, forms: { email: { values: { newEmail }, errors } } });
+      }
+    });
 
     app.post(`${SECTION}/password`, async (req, reply) => {
       const f = formOf(req);
@@ -49,7 +81,7 @@ export const accountScreen: Screen = {
       } catch (error) {
         const errors = fieldErrors(error);
         if (!errors) throw error;
-        return accountPage(req, reply, { status: 400, form: { values: {}, errors } });
+        return accountPage(req, reply, services, { status: 400, forms: { password: { values: {}, errors } } });
       }
     });
   },

@@ -12,6 +12,7 @@ import { cliPrincipal } from './core/principal.ts';
 const USAGE = `Usage: npm run --silent cli -- <command>
   account create --email E --password P [--plan free|plus]
   account set-plan --email E --plan free|plus
+  account set-email --email E --new-email N   (at once; the old address gets a notice)
   api-key create --email E [--name N]
   api-key list --email E
   api-key revoke --email E --id KEY_ID
@@ -21,12 +22,12 @@ const USAGE = `Usage: npm run --silent cli -- <command>
   restore --from FILE       replaces the SQLite store with a backup (stop the server first)
 Each command prints one JSON object on stdout. PostgreSQL: pg_dump / pg_restore (docs/operations.md).`;
 
-type Options = { email?: string; password?: string; plan?: string; name?: string; id?: string; file?: string; format?: string; 'dry-run'?: boolean; to?: string; from?: string };
+type Options = { email?: string; 'new-email'?: string; password?: string; plan?: string; name?: string; id?: string; file?: string; format?: string; 'dry-run'?: boolean; to?: string; from?: string };
 
 /** A command's answer; `failed` makes the exit code 1 (the answer still goes to stdout). */
 type Answer = object & { failed?: boolean };
 
-function need(options: Options, name: 'email' | 'password' | 'plan' | 'id' | 'file' | 'to' | 'from'): string {
+function need(options: Options, name: 'email' | 'new-email' | 'password' | 'plan' | 'id' | 'file' | 'to' | 'from'): string {
   const value = options[name];
   if (!value) throw new AppError('invalid_request', `--${name} is required.`);
   return value;
@@ -39,6 +40,10 @@ const commands: Record<string, (s: Services, o: Options) => Promise<Answer>> = {
   },
   'account set-plan': async (s, o) => {
     const a = await s.accounts.setPlan(need(o, 'email'), need(o, 'plan'));
+    return { userId: a.id, email: a.email, plan: a.plan };
+  },
+  'account set-email': async (s, o) => {
+    const a = await s.dashboard.setEmail(need(o, 'email'), need(o, 'new-email'));
     return { userId: a.id, email: a.email, plan: a.plan };
   },
   'api-key create': async (s, o) => {
@@ -103,6 +108,7 @@ async function main(): Promise<number> {
     allowPositionals: true,
     options: {
       email: { type: 'string' },
+      'new-email': { type: 'string' },
       password: { type: 'string' },
       plan: { type: 'string' },
       name: { type: 'string' },
@@ -133,7 +139,7 @@ async function main(): Promise<number> {
   const config = loadConfig();
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
   try {
-    const { failed, ...result } = await command(createServices(store, config.secretKey), values);
+    const { failed, ...result } = await command(createServices(store, config.secretKey, undefined, { baseUrl: config.baseUrl }), values);
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return failed ? 1 : 0;
   } catch (error) {

@@ -31,6 +31,12 @@ forEachStore('operator CLI', (kind) => {
 
     const plan = await runCli(db.env, ['account', 'set-plan', '--email', 'owner@example.com', '--plan', 'free']);
     expect(plan.json.plan).toBe('free');
+
+    const moved = await runCli(db.env, ['account', 'set-email', '--email', 'owner@example.com', '--new-email', 'New.Owner@Example.com']);
+    expect(moved.code).toBe(0);
+    expect(moved.json).toEqual({ userId: account.json.userId, email: 'new.owner@example.com', plan: 'free' });
+    expect((await runCli(db.env, ['api-key', 'list', '--email', 'new.owner@example.com'])).json.data).toHaveLength(1);
+    expect((await runCli(db.env, ['api-key', 'list', '--email', 'owner@example.com'])).code).toBe(1);
   }, 60_000);
 
   it('fails with a JSON error and exit 1 on bad input, and usage with exit 2', async () => {
@@ -43,6 +49,15 @@ forEachStore('operator CLI', (kind) => {
     expect(short.code).toBe(1);
     const noAccount = await runCli(db.env, ['api-key', 'create', '--email', 'nobody@example.com']);
     expect(JSON.parse(noAccount.stderr).error.code).toBe('not_found');
+    const taken = await runCli(db.env, ['account', 'set-email', '--email', 'x@example.com', '--new-email', 'dup@example.com']);
+    expect(JSON.parse(taken.stderr).error.code).toBe('not_found');
+    await runCli(db.env, ['account', 'create', '--email', 'mover@example.com', '--password', 'long enough password']);
+    const inUse = await runCli(db.env, ['account', 'set-email', '--email', 'mover@example.com', '--new-email', 'DUP@example.com']);
+    expect(inUse.code).toBe(1);
+    expect(JSON.parse(inUse.stderr).error).toMatchObject({ code: 'invalid_request', issues: [{ path: 'newEmail', message: 'already in use' }] });
+    const bad = await runCli(db.env, ['account', 'set-email', '--email', 'mover@example.com', '--new-email', 'not an address']);
+    expect(JSON.parse(bad.stderr).error.issues).toEqual([{ path: 'newEmail', message: 'must be a valid e-mail address' }]);
+    expect(JSON.parse((await runCli(db.env, ['account', 'set-email', '--email', 'mover@example.com'])).stderr).error.message).toBe('--new-email is required.');
     const usage = await runCli(db.env, ['frobnicate']);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('Usage');

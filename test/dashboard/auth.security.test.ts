@@ -99,5 +99,27 @@ forEachStore('dashboard sign-in security', (kind) => {
       }
       expect((await client.request('POST', '/dashboard/login', { email: 'guess9@example.com', password: 'wrong password!', csrf: client.csrf })).status).toBe(429);
     });
+
+    it('limits password attempts on the account page per account, across its forms', async () => {
+      const t = await createTenant(ctx);
+      const browser = await signIn(ctx, t.email, PASSWORD, '10.0.2.1');
+      await browser.request('GET', '/dashboard/account');
+      const csrf = browser.csrf;
+      expect((await browser.request('POST', '/dashboard/account/password', { currentPassword: 'wrong password!', newPassword: 'a brand new password', csrf })).status).toBe(400);
+      expect((await browser.request('POST', '/dashboard/account/email', { newEmail: 'elsewhere@example.com', password: 'wrong password!', csrf })).status).toBe(400);
+      expect((await browser.request('POST', '/dashboard/account/password', { currentPassword: 'wrong password!', newPassword: 'a brand new password', csrf })).status).toBe(400);
+      // The 4th attempt of this account is refused, even with the right password, on either form.
+      const limited = await browser.request('POST', '/dashboard/account/email', { newEmail: 'elsewhere@example.com', password: PASSWORD, csrf });
+      expect(limited.status).toBe(429);
+      expect(limited.body).toContain('Too many requests');
+      expect((await browser.request('POST', '/dashboard/account/password', { currentPassword: PASSWORD, newPassword: 'a brand new password', csrf })).status).toBe(429);
+      expect(await ctx.store.read.all(ctx.store.db.selectFrom('dashboard_email_changes').selectAll().where('user_id', '=', t.userId))).toHaveLength(0);
+      expect(await ctx.services.accounts.verifyPassword(t.email, PASSWORD)).toBeDefined();
+      // Another account is counted on its own.
+      const other = await createTenant(ctx);
+      const second = await signIn(ctx, other.email, PASSWORD, '10.0.2.2');
+      await second.request('GET', '/dashboard/account');
+      expect((await second.request('POST', '/dashboard/account/password', { currentPassword: 'wrong password!', newPassword: 'a brand new password', csrf: second.csrf })).status).toBe(400);
+    });
   });
 });

@@ -99,16 +99,23 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
         keyGenerator: (req) => `dashboard-login:${normalizeEmail(String((req.body as FormBody | undefined)?.email ?? ''))}`,
       })
     : undefined;
-  const addressLimit = async (req: FastifyRequest, reply: FastifyReply) => {
-    const result = perAddress && (await perAddress(req));
+  // The account page's forms check the password too: per account, with log-in's per-address size,
+  // so a stolen session cookie cannot guess the password at the page limit's pace.
+  const perAccount = limits.enabled
+    ? app.createRateLimit({ max: limits.loginsPerAddress, timeWindow: loginWindow, keyGenerator: (req) => `dashboard-password:${req.dashboard.account.id}` })
+    : undefined;
+  const counted = (limiter: typeof perAddress, message: string) => async (req: FastifyRequest, reply: FastifyReply) => {
+    const result = limiter && (await limiter(req));
     if (!result || result.isAllowed || !result.isExceeded) return;
     void reply
       .header('ratelimit-limit', String(result.max))
       .header('ratelimit-remaining', '0')
       .header('ratelimit-reset', String(result.ttlInSeconds))
       .header('retry-after', String(result.ttlInSeconds));
-    throw new AppError('rate_limited', 'Too many attempts for this address.');
+    throw new AppError('rate_limited', message);
   };
+  const addressLimit = counted(perAddress, 'Too many attempts for this address.');
+  const passwordLimit = counted(perAccount, 'Too many password attempts for this account.');
 
   const refused = (reply: FastifyReply, back: string) =>
     send(reply, 403, messagePage({ title: 'This form has expired', text: 'For your security the form could not be accepted. Go back, reload the page and try again.', action: { text: 'Reload', href: back } }));
@@ -285,6 +292,6 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
     });
     const verifyCsrf = (req: FastifyRequest, token: unknown) => csrfCookie.verify(req, token, req.dashboard.session.id);
     const refuse = (reply: FastifyReply) => refused(reply, '/dashboard');
-    for (const screen of SCREENS) await signedIn.register(screen.routes, { services, verifyCsrf, refuse, setSession });
+    for (const screen of SCREENS) await signedIn.register(screen.routes, { services, verifyCsrf, refuse, setSession, passwordLimit });
   });
 };

@@ -30,6 +30,8 @@ export interface ScreenOptions {
   refuse: (reply: FastifyReply) => FastifyReply;
   /** Puts a new session in this browser's cookie (after a password change). */
   setSession: (reply: FastifyReply, signedIn: SignedIn) => FastifyReply;
+  /** preHandler of a form that checks the account's password: counts the attempt, 429 past the limit. */
+  passwordLimit: (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
 }
 
 /**

@@ -55,10 +55,10 @@ export const accountScreen: Screen = {
     'password-changed': { tone: 'ok', text: 'Password changed. Other browsers are signed out.' },
     'email-change-sent': { tone: 'ok', text: 'A confirmation link is on its way to the new address. Your e-mail address changes when you open it.' },
   },
-  routes: async (app, { services, setSession }) => {
+  routes: async (app, { services, setSession, passwordLimit }) => {
     app.get(SECTION, async (req, reply) => accountPage(req, reply, services));
 
-    app.post(`${SECTION}/email`, async (req, reply) => {
+    app.post(`${SECTION}/email`, { preHandler: passwordLimit }, async (req, reply) => {
       const f = formOf(req);
       const newEmail = (f.newEmail ?? '').trim();
       try {
@@ -71,7 +71,7 @@ export const accountScreen: Screen = {
       }
     });
 
-    app.post(`${SECTION}/password`, async (req, reply) => {
+    app.post(`${SECTION}/password`, { preHandler: passwordLimit }, async (req, reply) => {
       const f = formOf(req);
       try {
         const signedIn = await services.dashboard.changePassword(req.dashboard.account.id, f.currentPassword ?? '', f.newPassword ?? '');

@@ -55,6 +55,14 @@ forEachStore('payments (security)', (kind) => {
       const header = Stripe.webhooks.generateTestHeaderString({ payload, secret: c.secret });
       const bad = await deliver(p.ctx, c.connectionId, { payload, header });
       expect(bad.status).toBe(400);
+      // Without a body: the same order of checks (connection, then signature, then the event).
+      const bodiless = (connectionId: string, header?: string) =>
+        p.ctx.app.inject({ method: 'POST', url: `/api/v1/payments/stripe/webhook/${connectionId}`, headers: header === undefined ? {} : { 'stripe-signature': header } });
+      expect((await bodiless('pc_doesnotexist')).statusCode).toBe(404);
+      const unsigned = await bodiless(c.connectionId);
+      expect([unsigned.statusCode, unsigned.json().error.code]).toEqual([400, 'invalid_signature']);
+      const signedEmpty = await bodiless(c.connectionId, Stripe.webhooks.generateTestHeaderString({ payload: '', secret: c.secret }));
+      expect([signedEmpty.statusCode, signedEmpty.json().error.code]).toEqual([400, 'invalid_request']);
     });
 
     it('a signed event larger than the JSON limit (64 KiB) but within 256 KiB is taken', async () => {

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { AppError } from '../../core/errors.ts';
 import { EmptyResponse, errorResponses, pageLimit } from '../../http/schema-helpers.ts';
 import { ProductParams } from '../products/schemas.ts';
 import {
@@ -192,9 +191,10 @@ export const paymentWebhookRoutes: FastifyPluginAsyncTypebox<{ payments: Payment
       },
     },
     async (req) => {
-      if (!Buffer.isBuffer(req.body)) throw new AppError('invalid_request', 'The event body is missing.');
+      // No body is an empty one: the connection (404) and the signature (400 invalid_signature) are checked first, as for any event.
+      const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const signature = req.headers['stripe-signature'];
-      const outcome = await payments.handleNotification(STRIPE, req.params.connectionId, req.body, Array.isArray(signature) ? signature[0] : signature);
+      const outcome = await payments.handleNotification(STRIPE, req.params.connectionId, body, Array.isArray(signature) ? signature[0] : signature);
       req.log.info({ connectionId: req.params.connectionId, outcome: outcome.outcome }, 'stripe event handled');
       return { received: true };
     },

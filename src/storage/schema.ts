@@ -84,7 +84,7 @@ export interface LicenseTokenConfigsTable {
 /** The general outbox (migration 004): jobs of several kinds, each with a JSON payload. */
 export interface OutboxTable {
   id: string;
-  /** Which consumer handles it: `mail`, `event:<consumer>`. */
+  /** Which consumer handles it: `mail`, `webhook`, `event:<consumer>`. */
   kind: string;
   payload: string;
   status: 'pending' | 'done' | 'dead';

@@ -138,17 +138,28 @@ forEachStore('webhooks API (happy)', (kind) => {
     await deleteEndpoint(endpoint.id);
   });
 
-  it('re-enables a disabled endpoint with PATCH enabled: true', async () => {
+  it('keeps what a disabled endpoint missed as failed deliveries, sent once it is enabled and they are redelivered', async () => {
     const endpoint = await createEndpoint(['license.created']);
     await ctx.store.write((tx) => tx.run(ctx.store.db.updateTable('webhook_endpoints').set({ enabled: 0, disabled_at: Date.now(), failing_since: 1 }).where('id', '=', endpoint.id)));
     const product = await createProduct(ctx, tenant);
-    await createLicense(ctx, tenant, product.id);
-    const deliveries = (await call(ctx, { method: 'GET', url: `/api/v1/webhooks/${endpoint.id}/deliveries`, headers: tenant.auth })).body.data;
-    expect(deliveries).toEqual([]); // a disabled endpoint gets nothing queued
+    const license = await createLicense(ctx, tenant, product.id);
+    const [missed, ...more] = (await call(ctx, { method: 'GET', url: `/api/v1/webhooks/${endpoint.id}/deliveries`, headers: tenant.auth })).body.data;
+    expect(more).toEqual([]);
+    // Nothing sent: failed at once, the reason in its one attempt, no job left for the worker.
+    expect(missed).toMatchObject({ eventType: 'license.created', status: 'failed', lastStatusCode: null, nextAttemptAt: null, deliveredAt: null });
+    expect(missed.attempts).toEqual([expect.objectContaining({ statusCode: null, success: false, error: 'endpoint disabled' })]);
+    const jobs = await ctx.store.read.all(ctx.store.db.selectFrom('outbox').select('id').where('kind', '=', 'webhook').where('payload', 'like', `%${missed.id}%`));
+    expect(jobs).toEqual([]);
+    const refused = await call(ctx, { method: 'POST', url: `/api/v1/webhooks/${endpoint.id}/deliveries/${missed.id}/redeliver`, headers: tenant.auth });
+    expect(refused.status).toBe(400);
+
     const res = await call(ctx, { method: 'PATCH', url: `/api/v1/webhooks/${endpoint.id}`, headers: tenant.auth, json: { enabled: true } });
     expect(res.body).toMatchObject({ enabled: true, disabledAt: null });
     const row = await ctx.store.read.first(ctx.store.db.selectFrom('webhook_endpoints').select('failing_since').where('id', '=', endpoint.id));
     expect(row!.failing_since).toBeNull();
+    expect((await call(ctx, { method: 'POST', url: `/api/v1/webhooks/${endpoint.id}/deliveries/${missed.id}/redeliver`, headers: tenant.auth })).status).toBe(200);
+    await waitFor(() => receiver.received.some((r) => r.json.id === missed.eventId), { message: 'the missed event, redelivered' });
+    expect(receiver.received.find((r) => r.json.id === missed.eventId)!.json.data.license.key).toBe(license.key);
     await deleteEndpoint(endpoint.id);
   });
 });

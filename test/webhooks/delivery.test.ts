@@ -152,9 +152,15 @@ forEachStore('webhook delivery through the outbox', (kind: StoreKind) => {
       expect(mail.text).toContain(ctx.receiver.url);
       expect(mail.text).toContain(e.id);
 
-      // Disabled: a new change queues nothing for it.
+      // Disabled: a new change sends nothing to it; its delivery is kept, failed, to redeliver later.
+      const received = ctx.receiver.received.length;
       await ctx.services.licenses.create(principal, { productId, type: 'perpetual', maxDevices: 1 });
-      expect(await deliveryRows(e.id)).toHaveLength(1);
+      await w.drain();
+      const [missed, first] = await deliveryRows(e.id);
+      expect(first!.id).toBe(d!.id);
+      expect(missed).toMatchObject({ status: 'failed', nextAttemptAt: null });
+      expect(missed!.log.map((a) => a.error)).toEqual(['endpoint disabled']);
+      expect(ctx.receiver.received.length).toBe(received);
     } finally {
       ctx.receiver.fallback = 200;
       await ctx.services.webhooks.delete(principal, e.id);

@@ -8,7 +8,7 @@ import type { Job, Outbox } from '../outbox/outbox.ts';
 import type { JobConsumer } from '../outbox/worker.ts';
 import { signatureHeader } from './payload.ts';
 import type { WebhookSender } from './sender.ts';
-import type { DeliveryTarget, WebhookRepository } from './types.ts';
+import { type DeliveryTarget, endpointDisabled, type WebhookRepository } from './types.ts';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -70,7 +70,7 @@ export class WebhookDeliverer implements JobConsumer {
     if (!target) return; // its endpoint was deleted, and its deliveries with it
     if (!target.enabled) {
       await this.units.run(async (unit) => {
-        await this.repo.recordAttempt(unit, { deliveryId, attemptedAt: this.clock(), statusCode: null, durationMs: 0, success: false, error: 'endpoint disabled', status: 'failed', nextAttemptAt: null });
+        await this.repo.recordAttempt(unit, endpointDisabled(deliveryId, this.clock()));
         await this.outbox.complete(job.id, job.claimedBy, unit);
       });
       return 'completed';

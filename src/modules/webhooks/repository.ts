@@ -30,8 +30,8 @@ type OutcomeParams = { delivery: string; status: string; code: number | null; ne
 function webhookStatements(store: Store) {
   const db = store.db;
   return {
-    enabled: new Prepared<{ account: string }, { id: string; events: string }>((p) =>
-      db.selectFrom('webhook_endpoints').select(['id', 'events']).where('user_id', '=', p('account')).where('enabled', '=', sql.lit(1)),
+    endpoints: new Prepared<{ account: string }, { id: string; events: string; enabled: boolean | number }>((p) =>
+      db.selectFrom('webhook_endpoints').select(['id', 'events', 'enabled']).where('user_id', '=', p('account')),
     ),
     insertDelivery: new Prepared<DeliveryParams, never>((p) =>
       db.insertInto('webhook_deliveries').values({
@@ -145,9 +145,9 @@ export class SqlWebhookRepository implements WebhookRepository {
     return executorOf(unit).run(this.db.deleteFrom('webhook_endpoints').where('id', '=', id).where('user_id', '=', accountId));
   }
 
-  async enabledEndpoints(unit: Unit, accountId: string): Promise<Pick<WebhookEndpoint, 'id' | 'events'>[]> {
-    const rows = await executorOf(unit).all(this.q.enabled.bind({ account: accountId }));
-    return rows.map((r) => ({ id: r.id, events: JSON.parse(r.events) as string[] }));
+  async eventEndpoints(unit: Unit, accountId: string): Promise<Pick<WebhookEndpoint, 'id' | 'events' | 'enabled'>[]> {
+    const rows = await executorOf(unit).all(this.q.endpoints.bind({ account: accountId }));
+    return rows.map((r) => ({ id: r.id, events: JSON.parse(r.events) as string[], enabled: bool(r.enabled) }));
   }
 
   async insertDeliveries(unit: Unit, deliveries: NewDelivery[]): Promise<void> {

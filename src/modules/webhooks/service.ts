@@ -8,7 +8,7 @@ import type { LicenseService } from '../licenses/service.ts';
 import type { Outbox } from '../outbox/outbox.ts';
 import { ForbiddenAddressError, checkHost, hostOf } from './address-guard.ts';
 import { webhookBody } from './payload.ts';
-import type { DeliveryWithAttempts, EndpointFields, NewDelivery, WebhookDelivery, WebhookEndpoint, WebhookRepository } from './types.ts';
+import { type DeliveryWithAttempts, type EndpointFields, endpointDisabled, type NewDelivery, type WebhookDelivery, type WebhookEndpoint, type WebhookRepository } from './types.ts';
 
 /** The outbox job kind a delivery travels as; its payload is `{deliveryId}`. */
 export const WEBHOOK_JOB = 'webhook';
@@ -137,19 +137,28 @@ export class WebhookService {
     });
   }
 
-  /** The in-unit subscriber: queues the event for every subscribed endpoint of its account. */
+  /**
+   * The in-unit subscriber: queues the event for every enabled endpoint of its account that takes
+   * it. A disabled one gets the delivery too, failed at once ("endpoint disabled", nothing sent), so
+   * its deliveries list shows what it missed and each can be redelivered once it is enabled again.
+   */
   async onEvent(event: DomainEvent, unit: Unit): Promise<void> {
     const accountId = eventAccountId(event);
-    const endpoints = (await this.repo.enabledEndpoints(unit, accountId)).filter((e) => subscribed(e.events, event.type));
+    const endpoints = (await this.repo.eventEndpoints(unit, accountId)).filter((e) => subscribed(e.events, event.type));
     if (endpoints.length === 0) return;
     const eventId = newEventId();
     const principal: Principal = { accountId, actor: event.actor };
     const body = await webhookBody(event, eventId, (license) => this.licenses.get(principal, license.key, unit));
     const createdAt = this.clock();
-    await this.queue(
-      unit,
-      endpoints.map((e) => ({ id: newDeliveryId(createdAt), endpointId: e.id, accountId, eventId, eventType: event.type, body, createdAt })),
-    );
+    const deliveryTo = (endpointId: string): NewDelivery => ({ id: newDeliveryId(createdAt), endpointId, accountId, eventId, eventType: event.type, body, createdAt });
+    const enabled = endpoints.filter((e) => e.enabled);
+    if (enabled.length > 0) await this.queue(unit, enabled.map((e) => deliveryTo(e.id)));
+    for (const e of endpoints) {
+      if (e.enabled) continue;
+      const missed = deliveryTo(e.id);
+      await this.repo.insertDeliveries(unit, [missed]);
+      await this.repo.recordAttempt(unit, endpointDisabled(missed.id, createdAt));
+    }
   }
 
   private async queue(unit: Unit, deliveries: NewDelivery[]): Promise<void> {

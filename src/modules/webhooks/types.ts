@@ -73,6 +73,18 @@ export interface AttemptOutcome extends WebhookAttempt {
   nextAttemptAt: number | null;
 }
 
+/** A delivery to a disabled endpoint: failed at once, nothing sent (redeliver it once the endpoint is enabled). */
+export const endpointDisabled = (deliveryId: string, at: number): AttemptOutcome => ({
+  deliveryId,
+  attemptedAt: at,
+  statusCode: null,
+  durationMs: 0,
+  success: false,
+  error: 'endpoint disabled',
+  status: 'failed',
+  nextAttemptAt: null,
+});
+
 export type EndpointFields = Partial<Pick<WebhookEndpoint, 'url' | 'description' | 'events' | 'enabled'>>;
 
 /** Storage of endpoints, deliveries and attempts; every account-facing query filters by account in SQL. */
@@ -85,7 +97,8 @@ export interface WebhookRepository {
   updateEndpoint(unit: Unit, accountId: string, id: string, fields: EndpointFields): Promise<number>;
   deleteEndpoint(unit: Unit, accountId: string, id: string): Promise<number>;
   /** The account's enabled endpoints, read in the event's unit. */
-  enabledEndpoints(unit: Unit, accountId: string): Promise<Pick<WebhookEndpoint, 'id' | 'events'>[]>;
+  /** The account's endpoints, enabled or not, for an event's subscribers. */
+  eventEndpoints(unit: Unit, accountId: string): Promise<Pick<WebhookEndpoint, 'id' | 'events' | 'enabled'>[]>;
   insertDeliveries(unit: Unit, deliveries: NewDelivery[]): Promise<void>;
   /** Newest first (ids sort by time), older than the delivery `before` when given. */
   listDeliveries(accountId: string, endpointId: string, options: { limit: number; before?: string }): Promise<DeliveryWithAttempts[]>;

@@ -187,6 +187,17 @@ forEachStore('payments (happy)', (kind) => {
       });
       expect(activate.status).toBe(400);
       expect(activate.body.error.code).toBe('license_expired');
+
+      // On a product with fallback, an expired license is fallbacked (valid, limited access): the one status rule, purchases included.
+      const fallback = await setup({ licenseType: 'timed', fixedExpiresAt: '2020-01-01' }, { fallbackEnabled: true });
+      await send(p.ctx, fallback.c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: double.session(fallback.c.key, [{ priceId: fallback.price }]), email: buyer() }));
+      const [fallbacked] = await licensesOf(p.ctx.store, fallback.t.userId);
+      const activated = await call(p.ctx, {
+        method: 'POST',
+        url: '/api/v1/public/licenses/activate',
+        json: { licenseKey: fallbacked!.key, productId: fallback.product.id, deviceIdentifier: 'dev-1', deviceName: 'Laptop' },
+      });
+      expect([activated.status, activated.body.status]).toEqual([200, 'fallbacked']);
     });
 
     it('several line items: one license each, a purchase with all keys; an unmapped item marks the purchase unmapped', async () => {

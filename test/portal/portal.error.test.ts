@@ -110,6 +110,7 @@ forEachStore('portal errors', (kind) => {
     const retryAfter = Number(refused.headers['retry-after']);
     expect(retryAfter).toBeGreaterThan(7 * 86400 - 60);
     expect(retryAfter).toBeLessThanOrEqual(7 * 86400);
+    expect([refused.headers['ratelimit-limit'], refused.headers['ratelimit-remaining'], refused.headers['ratelimit-reset']]).toEqual(['1', '0', String(retryAfter)]);
     expect(refused.body).toContain('Next reset possible on');
     const stored = await call(ctx, { method: 'GET', url: '/api/v1/licenses', headers: { ...t.auth, 'license-key': license.key } });
     expect(stored.body.activeDevices.map((d: { identifier: string }) => d.identifier)).toEqual(['second']);

@@ -161,6 +161,8 @@ forEachStore('portal security', (kind) => {
         expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
         expect(Number(last!.headers['retry-after'])).toBeGreaterThan(3500);
         expect(Number(last!.headers['retry-after'])).toBeLessThanOrEqual(3600);
+        // The headers of the limit that refused: 5 per address and client, none left, reset with Retry-After.
+        expect([last!.headers['ratelimit-limit'], last!.headers['ratelimit-remaining'], last!.headers['ratelimit-reset']]).toEqual(['5', '0', last!.headers['retry-after']]);
         expect(last!.body).toContain('You have requested too many links for this address');
       }
       expect((await outboxFor(ctx.store, 'flood@example.com')).length).toBe(5);

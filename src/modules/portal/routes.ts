@@ -130,6 +130,13 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
     return send(reply, 200, page);
   });
 
+  // A limit counted in the database refused: its own headers, over those of the per-client route
+  // limit (set before the body was read, and still under its size).
+  const limitedUntil = (reply: FastifyReply, limit: number, until: number) => {
+    const seconds = String(Math.max(1, Math.ceil((until - portal.now()) / 1000)));
+    void reply.header('ratelimit-limit', String(limit)).header('ratelimit-remaining', '0').header('ratelimit-reset', seconds).header('retry-after', seconds);
+  };
+
   app.post(
     '/portal/request',
     { config: limit(limits.linksPerClientPerHour, HOUR), bodyLimit: FORM_LIMIT, schema: { hide: true, body: RequestForm } },
@@ -147,7 +154,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
         throw error;
       }
       if ('limitedUntil' in outcome) {
-        void reply.header('retry-after', String(Math.max(1, Math.ceil((outcome.limitedUntil - portal.now()) / 1000))));
+        limitedUntil(reply, outcome.limit, outcome.limitedUntil);
         const text =
           outcome.by === 'client'
             ? `You have requested too many links for this address. Try again after ${formatDate(outcome.limitedUntil)}.`
@@ -195,7 +202,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
       case 'forbidden':
         return renderPortal(req, reply, 403, current.session, { tone: 'bad', text: 'Device resets are not available for this product. Contact support for help.' });
       case 'limit':
-        void reply.header('retry-after', String(Math.max(1, Math.ceil((result.nextAt - portal.now()) / 1000))));
+        limitedUntil(reply, result.limit, result.nextAt);
         return renderPortal(req, reply, 429, current.session, {
           tone: 'bad',
           text: `You have used all device resets for this license for now. Next reset possible on ${formatDate(result.nextAt)}.`,

@@ -65,7 +65,7 @@ export type ResetAttempt =
   | { outcome: 'nothing' }
   | { outcome: 'not_found' }
   | { outcome: 'forbidden' }
-  | { outcome: 'limit'; nextAt: number };
+  | { outcome: 'limit'; nextAt: number; limit: number };
 
 /** The reset rule of a license's product, read with the license locked. */
 export interface ResetRule {
@@ -90,7 +90,7 @@ export interface LinkLimits {
   perAddress: number;
 }
 
-export type LinkRequestOutcome = { accepted: true } | { limitedUntil: number; by: 'client' | 'address' };
+export type LinkRequestOutcome = { accepted: true } | { limitedUntil: number; by: 'client' | 'address'; limit: number };
 
 export interface PortalRepository {
   /** Link requests for `email` after `since`, oldest first, locked against concurrent requests for it. */
@@ -188,8 +188,8 @@ export class PortalService {
       const recent = await this.repo.recentLinkRequests(unit, email, since);
       if (limits) {
         const own = recent.filter((r) => r.client === client);
-        if (own.length >= limits.perClient) return { limitedUntil: own[own.length - limits.perClient]!.at + LINK_REQUEST_WINDOW_MS, by: 'client' };
-        if (recent.length >= limits.perAddress) return { limitedUntil: recent[recent.length - limits.perAddress]!.at + LINK_REQUEST_WINDOW_MS, by: 'address' };
+        if (own.length >= limits.perClient) return { limitedUntil: own[own.length - limits.perClient]!.at + LINK_REQUEST_WINDOW_MS, by: 'client', limit: limits.perClient };
+        if (recent.length >= limits.perAddress) return { limitedUntil: recent[recent.length - limits.perAddress]!.at + LINK_REQUEST_WINDOW_MS, by: 'address', limit: limits.perAddress };
       }
       // Housekeeping rides on a path that is already rate limited.
       await this.repo.recordLinkRequest(unit, email, client, now, since);
@@ -281,7 +281,7 @@ export class PortalService {
       if (!rule.allowDeviceReset) return { outcome: 'forbidden' };
       const since = now - rule.resetWindowMs;
       const quota = resetQuota(await this.repo.resetsSince(unit, key, since), rule.resetLimit, rule.resetWindowMs);
-      if (quota.remaining === 0) return { outcome: 'limit', nextAt: quota.nextAt! };
+      if (quota.remaining === 0) return { outcome: 'limit', nextAt: quota.nextAt!, limit: rule.resetLimit };
       const removed = await this.licenseService.resetDevicesIn(unit, { type: 'portal', email: scope.email }, key);
       if (removed.length === 0) return { outcome: 'nothing' };
       await this.repo.recordReset(unit, key, now, since);

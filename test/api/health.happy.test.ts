@@ -1,4 +1,4 @@
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { call, useTestApp } from '../support/app.ts';
 import { forEachStore } from '../support/stores.ts';
 
@@ -8,6 +8,20 @@ forEachStore('health', (kind) => {
   it('answers liveness and readiness', async () => {
     expect(await call(ctx, { method: 'GET', url: '/healthz' })).toMatchObject({ status: 200, body: { status: 'ok' } });
     expect(await call(ctx, { method: 'GET', url: '/readyz' })).toMatchObject({ status: 200, body: { status: 'ok' } });
+  });
+
+  it('is not ready while the store does not answer, and says nothing more', async () => {
+    const ping = vi.spyOn(ctx.store, 'ping').mockRejectedValueOnce(new Error('connect ECONNREFUSED 127.0.0.1:5432'));
+    try {
+      const res = await call(ctx, { method: 'GET', url: '/readyz' });
+      expect(res).toMatchObject({ status: 503, body: { status: 'unavailable' } });
+      expect(JSON.stringify(res.body)).not.toContain('ECONNREFUSED');
+      // Liveness does not depend on the store; readiness comes back with it.
+      expect((await call(ctx, { method: 'GET', url: '/healthz' })).status).toBe(200);
+      expect((await call(ctx, { method: 'GET', url: '/readyz' })).status).toBe(200);
+    } finally {
+      ping.mockRestore();
+    }
   });
 
   it('serves an OpenAPI 3.1 document generated from the routes', async () => {

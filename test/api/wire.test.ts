@@ -107,9 +107,34 @@ forEachStore('rate limits', (kind) => {
     const a = await createTenant(ctx);
     const b = await createTenant(ctx);
     const statuses = [];
-    for (let i = 0; i < 5; i++) statuses.push((await call(ctx, { method: 'GET', url: '/api/v1/products', headers: a.auth })).status);
+    let last;
+    for (let i = 0; i < 5; i++) {
+      last = await call(ctx, { method: 'GET', url: '/api/v1/products', headers: a.auth });
+      statuses.push(last.status);
+    }
     expect(statuses).toEqual([200, 200, 200, 200, 429]);
+    expect(last!.body.error.code).toBe('rate_limited');
+    expect(Number(last!.headers['retry-after'])).toBeGreaterThan(50);
+    expect([last!.headers['ratelimit-limit'], last!.headers['ratelimit-remaining']]).toEqual(['4', '0']);
+    expect(Number(last!.headers['ratelimit-reset'])).toBe(Number(last!.headers['retry-after']));
     expect((await call(ctx, { method: 'GET', url: '/api/v1/products', headers: b.auth })).status).toBe(200);
+  });
+});
+
+forEachStore('RATE_LIMIT=off', (kind) => {
+  // The same tiny limits as above, turned off by the one switch.
+  const ctx = useTestApp(kind, { env: { RATE_LIMIT: 'off', RATE_LIMIT_PUBLIC_PER_MINUTE: '1', RATE_LIMIT_SERVER_PER_MINUTE: '1', RATE_LIMIT_DASHBOARD_PER_MINUTE: '1' } });
+
+  it('turns every limit off: public, server API and pages answer past their sizes, without limit headers', async () => {
+    const t = await createTenant(ctx);
+    const json = { licenseKey: 'ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ', deviceIdentifier: 'd', productId: 'p' };
+    for (let i = 0; i < 5; i++) {
+      const pub = await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/validate', json });
+      const server = await call(ctx, { method: 'GET', url: '/api/v1/products', headers: t.auth });
+      const page = await ctx.app.inject({ method: 'GET', url: '/dashboard/login' });
+      expect([pub.status, server.status, page.statusCode]).toEqual([200, 200, 200]);
+      expect(pub.headers['ratelimit-limit']).toBeUndefined();
+    }
   });
 });
 

@@ -150,7 +150,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
         }
         registerIdempotency(server, services.idempotency);
         await server.register(productRoutes, { products: services.products });
-        await server.register(licenseRoutes, { licenses: services.licenses });
+        await server.register(licenseRoutes, { licenses: services.licenses, activity: services.activity });
         await server.register(auditRoutes, { audit: services.audit });
         await server.register(webhookRoutes, { webhooks: services.webhooks });
         await server.register(licenseTokenRoutes, { tokens: services.licenseTokens });

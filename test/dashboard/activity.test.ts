@@ -25,13 +25,22 @@ forEachStore('activity counts', (kind) => {
     const post = (url: string, payload: object) => app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(payload) });
     expect((await post('/api/v1/public/licenses/activate', { ...body, deviceName: 'D' })).statusCode).toBe(200);
     expect((await post('/api/v1/public/licenses/validate', body)).statusCode).toBe(200);
+    // The server API's activations and valid validations count too; failures do not.
+    const { secret } = await services.apiKeys.create(principal, 'backend');
+    const server = (url: string, payload: object) =>
+      app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}`, 'license-key': license.key }, payload: JSON.stringify(payload) });
+    expect((await server('/api/v1/licenses/activate', { productId: product.id, device: { identifier: 'e', name: 'E' } })).statusCode).toBe(200);
+    expect((await server('/api/v1/licenses/activate', { productId: product.id, device: { identifier: 'f', name: 'F' } })).statusCode).toBe(400);
+    expect((await server('/api/v1/licenses/validate', { productId: product.id, deviceIdentifier: 'e' })).json().isValid).toBe(true);
+    expect((await server('/api/v1/licenses/validate', { productId: product.id, deviceIdentifier: 'nope' })).json().isValid).toBe(false);
+    expect((await post('/api/v1/public/licenses/validate', { ...body, deviceIdentifier: 'nope' })).json().isValid).toBe(false);
     await app.close();
     const rows = await store.read.all(store.db.selectFrom('activity_daily').selectAll());
-    expect(rows.map((r) => [r.product_id, Number(r.activations), Number(r.validations)])).toEqual([[product.id, 1, 1]]);
+    expect(rows.map((r) => [r.product_id, Number(r.activations), Number(r.validations)])).toEqual([[product.id, 2, 2]]);
     const next = createServices(store, config.secretKey, undefined, config);
     const days = await next.activity.lastDays(principal);
     expect(days).toHaveLength(30);
-    expect(days.at(-1)).toMatchObject({ activations: 1, validations: 1 });
+    expect(days.at(-1)).toMatchObject({ activations: 2, validations: 2 });
     await store.close();
     await database.drop();
   });

@@ -28,8 +28,12 @@ export interface DayActivity {
   validations: number;
 }
 
+/** What the API routes count with: an in-memory increment, no I/O. */
+export type ActivityCounter = Pick<ActivityService, 'activated' | 'validated'>;
+
 /**
- * Activations and validations per product and day, counted in memory on the public hot path (a
+ * Activations and validations per product and day (successful ones, through the public API and the
+ * server API alike), counted in memory on the public hot path (a
  * Map lookup and an increment: no write per request) and flushed to the store at least every 10 s
  * and at shutdown. Counts not yet flushed are added when the dashboard reads, so it is never behind.
  */

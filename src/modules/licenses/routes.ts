@@ -15,6 +15,7 @@ import {
   UpdateLicenseBody,
   deviceView,
 } from './schemas.ts';
+import type { ActivityCounter } from '../activity/service.ts';
 import { LIST_LIMIT_MAX, type LicenseService } from './service.ts';
 
 const tags = ['Licenses'];
@@ -22,7 +23,7 @@ const security = [{ apiKey: [] }];
 const licenseReply = { 200: Type.Ref('License'), ...errorResponses(400, 401, 403, 404) };
 
 /** Server API for licenses (API key required; every query is scoped to the key's account). */
-export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService }> = async (app, { licenses }) => {
+export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService; activity?: ActivityCounter }> = async (app, { licenses, activity }) => {
   app.post('/licenses', { schema: { tags, security, operationId: 'create-license', summary: 'Create a license', body: CreateLicenseBody, response: licenseReply } }, async (req, reply) =>
     answeredInUnit(req, reply, licenseView, () => licenses.create(req.principal, req.body)),
   );
@@ -70,7 +71,11 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
   app.post(
     '/licenses/activate',
     { schema: { tags, security, operationId: 'activate-license', summary: 'Activate a device on a license', headers: LicenseKeyHeader, body: ServerActivateBody, response: licenseReply } },
-    async (req) => licenseView(await licenses.serverActivate(req.principal, req.headers['license-key'], req.body.productId, req.body.device)),
+    async (req) => {
+      const license = await licenses.serverActivate(req.principal, req.headers['license-key'], req.body.productId, req.body.device);
+      activity?.activated(license.userId, license.productId);
+      return licenseView(license);
+    },
   );
 
   app.post(
@@ -88,6 +93,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
     },
     async (req) => {
       const result = await licenses.serverValidate(req.principal, req.headers['license-key'], req.body);
+      if (result.isValid) activity?.validated(result.license.userId, result.license.productId);
       return {
         isValid: result.isValid,
         status: result.status,

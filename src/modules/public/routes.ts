@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { EmptyResponse, errorResponses } from '../../http/schema-helpers.ts';
 import { deviceView, publicLicenseView } from '../licenses/schemas.ts';
+import type { ActivityCounter } from '../activity/service.ts';
 import type { ActivationSeal, LicenseService } from '../licenses/service.ts';
 import { PublicActivateBody, PublicActivationResult, PublicLicenseQuery, PublicValidationResult } from './schemas.ts';
 
@@ -10,11 +11,6 @@ export interface TokenIssuer {
   sealForActivation(productIds: string | string[]): Promise<ActivationSeal>;
 }
 
-/** Counts successful activations and validations (the dashboard's activity): an in-memory increment, no I/O. */
-export interface ActivityCounter {
-  activated(accountId: string, productId: string): void;
-  validated(accountId: string, productId: string): void;
-}
 
 export interface PublicRoutesOptions {
   licenses: LicenseService;

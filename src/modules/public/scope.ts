@@ -6,7 +6,8 @@ import { publicLicenseTokenRoutes } from '../license-tokens/routes.ts';
 import type { LicenseService } from '../licenses/service.ts';
 import type { ProductImageService } from '../product-images/service.ts';
 import { publicProductImageRoutes } from '../product-images/routes.ts';
-import { type ActivityCounter, publicRoutes } from './routes.ts';
+import type { ActivityCounter } from '../activity/service.ts';
+import { publicRoutes } from './routes.ts';
 
 export interface PublicApiOptions {
   licenses: LicenseService;

@@ -1,3 +1,5 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { cliPrincipal } from '../../src/core/principal.ts';
 import { createLicense, createProduct, createTenant, type Tenant, type TestContext, useTestApp } from '../support/app.ts';
 import { activateDevice } from '../support/mail.ts';
 import { describeFormCases, type Fields, type FormCase } from '../support/dashboard-forms.ts';
@@ -150,6 +152,43 @@ const CASES: FormCase[] = [
         good: { source: 'new' },
         bad: { fields: { source: 'import', privateKeyPem: 'not a key', confirm: 'yes' }, message: 'Private key pem' },
         state: () => ctx.store.read.all(ctx.store.db.selectFrom('license_token_configs').selectAll().where('product_id', '=', p.id)),
+        owned: true,
+        destructive: true,
+      };
+    },
+  },
+  {
+    name: 'token key pair copied from another product',
+    prepare: async (ctx, t) => {
+      const source = await createProduct(ctx, t);
+      await ctx.services.licenseTokens.replaceKeyPair(cliPrincipal(t.userId), source.id, {});
+      const p = await createProduct(ctx, t);
+      const page = `/dashboard/products/${p.id}/tokens`;
+      return {
+        page,
+        action: `${page}/key-pair`,
+        good: { source: `copy:${source.id}` },
+        // A product of the account without a key pair cannot be copied.
+        bad: { fields: { source: `copy:${(await createProduct(ctx, t)).id}`, confirm: 'yes' }, message: 'that product has no key pair yet' },
+        state: () => ctx.store.read.all(ctx.store.db.selectFrom('license_token_configs').select(['key_id', 'public_key_pem']).where('product_id', '=', p.id)),
+        owned: true,
+        destructive: true,
+      };
+    },
+  },
+  {
+    name: 'token key pair imported',
+    prepare: async (ctx, t) => {
+      const p = await createProduct(ctx, t);
+      const page = `/dashboard/products/${p.id}/tokens`;
+      const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+      const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+      return {
+        page,
+        action: `${page}/key-pair`,
+        good: { source: 'import', privateKeyPem: pem },
+        bad: { fields: { source: 'import', privateKeyPem: rsa, confirm: 'yes' }, message: 'Private key pem' },
+        state: () => ctx.store.read.all(ctx.store.db.selectFrom('license_token_configs').select(['key_id', 'public_key_pem']).where('product_id', '=', p.id)),
         owned: true,
         destructive: true,
       };

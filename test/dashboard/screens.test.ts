@@ -76,6 +76,71 @@ forEachStore('dashboard screens', (kind) => {
     expect(signup.body).not.toContain('<script>alert');
   });
 
+  it('follows the page rules on every screen: one h1, a label for every field, header cells in every table, buttons with text', async () => {
+    const t = await createTenant(ctx);
+    const product = await createProduct(ctx, t);
+    const license = await createLicense(ctx, t, product.id, { email: 'rules@example.com' });
+    await activateDevice(ctx, t.auth, license.key, product.id, 'laptop');
+    const browser = await signIn(ctx, t.email);
+    await browser.request('GET', '/dashboard/api-keys');
+    await browser.request('POST', '/dashboard/api-keys', { name: 'Shop', csrf: browser.csrf });
+    const signedIn = [
+      '/dashboard',
+      '/dashboard/products',
+      '/dashboard/products/new',
+      `/dashboard/products/${product.id}`,
+      `/dashboard/products/${product.id}/tokens`,
+      '/dashboard/licenses',
+      '/dashboard/licenses/new',
+      `/dashboard/licenses/${license.key}`,
+      '/dashboard/api-keys',
+      '/dashboard/portal',
+      '/dashboard/payments',
+      '/dashboard/webhooks',
+      '/dashboard/activity',
+      '/dashboard/account',
+    ];
+    const visitor = await signIn(ctx, t.email);
+    await visitor.request('POST', '/dashboard/logout', { csrf: visitor.csrf });
+    const open = ['/dashboard/login', '/dashboard/forgot', '/dashboard/signup'];
+    for (const [who, urls] of [[browser, signedIn], [visitor, open]] as const) {
+      for (const url of urls) {
+        const res = await who.request('GET', url);
+        expect(res.status, url).toBe(200);
+        const body = res.body;
+        expect(body.match(/<h1[\s>]/g), url).toHaveLength(1);
+        const labelled = new Set([...body.matchAll(/<label[^>]*\sfor="([^"]+)"/g)].map((m) => m[1]));
+        for (const field of body.matchAll(/<(input|select|textarea)\b([^>]*)>/g)) {
+          const attrs = field[2]!;
+          if (/\stype="(hidden|submit)"/.test(attrs)) continue;
+          const id = /\sid="([^"]+)"/.exec(attrs)?.[1];
+          expect(id && labelled.has(id), `${url}: ${field[0]}`).toBe(true);
+        }
+        for (const table of body.matchAll(/<table[\s\S]*?<\/table>/g)) expect(table[0], url).toMatch(/<th[\s>]/);
+        for (const button of body.matchAll(/<button[^>]*>([\s\S]*?)<\/button>/g)) expect(textOf(button[1]!).trim(), `${url}: ${button[0]}`).not.toBe('');
+      }
+    }
+  });
+
+  it('deletes a product with licenses only with the box ticked, and its licenses with it', async () => {
+    const t = await createTenant(ctx);
+    const product = await createProduct(ctx, t);
+    const license = await createLicense(ctx, t, product.id);
+    const browser = await signIn(ctx, t.email);
+    await browser.request('GET', `/dashboard/products/${product.id}`);
+    const csrf = browser.csrf;
+    const ask = await browser.request('POST', `/dashboard/products/${product.id}/delete`, { csrf });
+    expect(textOf(ask.body)).toContain('This product has licenses.');
+    expect(ask.body).toContain('name="force"');
+    const unticked = await browser.request('POST', `/dashboard/products/${product.id}/delete`, { confirm: 'yes', csrf });
+    expect(textOf(unticked.body)).toContain('Tick the box to delete the licenses too.');
+    expect(await ctx.services.products.get(cliPrincipal(t.userId), product.id)).toMatchObject({ id: product.id });
+    const done = await browser.request('POST', `/dashboard/products/${product.id}/delete`, { confirm: 'yes', force: 'on', csrf });
+    expect(done.status).toBe(303);
+    expect((await call(ctx, { method: 'GET', url: `/api/v1/products/${product.id}`, headers: t.auth })).status).toBe(404);
+    expect((await call(ctx, { method: 'GET', url: '/api/v1/licenses', headers: { ...t.auth, 'license-key': license.key } })).status).toBe(404);
+  });
+
   describe('licenses list', () => {
     it('finds by e-mail and key prefix, filters by product and status, pages by keyset and exports the same list as CSV', async () => {
       const t = await createTenant(ctx);

@@ -74,8 +74,8 @@ export const dashboardPrincipal = (userId: string): Principal => ({ accountId: u
 
 /**
  * Dashboard accounts and sessions: first-run setup, sign-up, log-in, server-side sessions (7 days
- * idle), password change and reset by e-mail. Accounts themselves (and the password rule) belong
- * to the account service.
+ * idle), password change and reset by e-mail, and the change of the account's address (confirmed
+ * by the new one). Accounts themselves (and the password rule) belong to the account service.
  */
 export class DashboardAuthService {
   constructor(

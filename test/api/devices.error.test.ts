@@ -58,6 +58,9 @@ forEachStore('activation and device errors', (kind) => {
   it.each([
     ['identifier of 97 characters', { deviceIdentifier: 'x'.repeat(97) }, 'deviceIdentifier'],
     ['name of 65 characters', { deviceName: 'x'.repeat(65) }, 'deviceName'],
+    ['name of 65 characters within spaces', { deviceName: ` ${'x'.repeat(65)} ` }, 'deviceName'],
+    ['identifier of 97 characters within spaces', { deviceIdentifier: `\t${'x'.repeat(97)}\n` }, 'deviceIdentifier'],
+    ['identifier longer than any trimming allows', { deviceIdentifier: 'x'.repeat(257) }, 'deviceIdentifier'],
     ['blank identifier', { deviceIdentifier: '   ' }, 'deviceIdentifier'],
     ['blank name', { deviceName: ' ' }, 'deviceName'],
     ['empty identifier', { deviceIdentifier: '' }, 'deviceIdentifier'],

@@ -46,6 +46,19 @@ forEachStore('activation, validation and devices', (kind) => {
     expect(res.body).not.toHaveProperty('token'); // tokens are off for this product
   });
 
+  it('bounds the device fields after trimming: the longest identifier and name pass with whitespace around them', async () => {
+    const { p, l, headers } = await setup();
+    const identifier = 'i'.repeat(96);
+    const name = 'n'.repeat(64);
+    const res = await publicActivate(l.key, p.id, `  ${identifier}\n`, `\t${name} `);
+    expect(res.status).toBe(200);
+    expect(res.body.device).toMatchObject({ identifier, name });
+    expect((await publicValidate(l.key, p.id, ` ${identifier} `)).body.isValid).toBe(true);
+    const server = await serverActivate(headers, p.id, ` ${'j'.repeat(96)} `, ` ${name} `);
+    expect(server.status).toBe(200);
+    expect(server.body.activeDevices.map((d: { identifier: string }) => d.identifier)).toContain('j'.repeat(96));
+  });
+
   it('accepts productId as an array (tiers)', async () => {
     const { p, l } = await setup();
     expect((await publicActivate(l.key, ['p_other_tier', p.id])).status).toBe(200);

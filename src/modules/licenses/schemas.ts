@@ -2,14 +2,14 @@ import { Type } from 'typebox';
 import { toIso, toIsoOrNull } from '../../core/time.ts';
 import type { LicenseStatus } from '../../core/license-status.ts';
 import { Email, Nullable, StringEnum, Timestamp } from '../../http/schema-helpers.ts';
-import { DEVICE_IDENTIFIER_MAX, DEVICE_NAME_MAX, MAX_DEVICES_MAX } from './limits.ts';
+import { DEVICE_FIELD_SENT_MAX, DEVICE_IDENTIFIER_MAX, DEVICE_NAME_MAX, MAX_DEVICES_MAX } from './limits.ts';
 import { LIST_LIMIT_MAX } from './service.ts';
 import type { Device, License, LicenseRecord, LicenseType as LicenseTypeValue } from './types.ts';
 import type { LicenseChanges } from '../../core/events.ts';
 
 
-export const DeviceIdentifier = Type.String({ minLength: 1, maxLength: DEVICE_IDENTIFIER_MAX });
-export const DeviceName = Type.String({ minLength: 1, maxLength: DEVICE_NAME_MAX });
+export const DeviceIdentifier = Type.String({ minLength: 1, maxLength: DEVICE_FIELD_SENT_MAX, description: `1 to ${DEVICE_IDENTIFIER_MAX} characters after trimming.` });
+export const DeviceName = Type.String({ minLength: 1, maxLength: DEVICE_FIELD_SENT_MAX, description: `1 to ${DEVICE_NAME_MAX} characters after trimming.` });
 /** The status rule's values (core/license-status.ts); a valid license is active or fallbacked. */
 export const LicenseStatusBody = StringEnum<LicenseStatus>(['active', 'expired', 'revoked', 'fallbacked']);
 export const ValidStatus = StringEnum<LicenseStatus>(['active', 'fallbacked'], { description: 'fallbacked: expired, but the product allows fallback (limited access).' });

@@ -10,6 +10,7 @@ import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { ProductService } from '../products/service.ts';
 import { evaluate, type Failure, failureError } from './checks.ts';
 import { type ImportLicenseInput, importedLicense } from './import-rules.ts';
+import { DEVICE_IDENTIFIER_MAX, DEVICE_NAME_MAX } from './limits.ts';
 import { searchOrder } from './repository.ts';
 import type {
   Device,
@@ -145,18 +146,20 @@ type DeviceFieldPaths = { identifier: string; name: string };
 const SERVER_DEVICE_PATHS: DeviceFieldPaths = { identifier: 'device.identifier', name: 'device.name' };
 const PUBLIC_DEVICE_PATHS: DeviceFieldPaths = { identifier: 'deviceIdentifier', name: 'deviceName' };
 
+/** decisions.md: 1 to `max` characters after trimming. */
+function trimmedField(value: string, max: number, path: string): string {
+  const trimmed = value.trim();
+  if (!trimmed) throw invalidRequest(path, 'must not be blank');
+  if (trimmed.length > max) throw invalidRequest(path, `must be at most ${max} characters`);
+  return trimmed;
+}
+
 export function cleanDevice(device: DeviceInput, paths: DeviceFieldPaths): DeviceInput {
-  const identifier = device.identifier.trim();
-  const name = device.name.trim();
-  if (!identifier) throw invalidRequest(paths.identifier, 'must not be blank');
-  if (!name) throw invalidRequest(paths.name, 'must not be blank');
-  return { identifier, name };
+  return { identifier: trimmedField(device.identifier, DEVICE_IDENTIFIER_MAX, paths.identifier), name: trimmedField(device.name, DEVICE_NAME_MAX, paths.name) };
 }
 
 export function cleanIdentifier(identifier: string, path = 'deviceIdentifier'): string {
-  const trimmed = identifier.trim();
-  if (!trimmed) throw invalidRequest(path, 'must not be blank');
-  return trimmed;
+  return trimmedField(identifier, DEVICE_IDENTIFIER_MAX, path);
 }
 
 const toProductIds = (productId: string | string[]): string[] => (Array.isArray(productId) ? productId : [productId]);

@@ -186,5 +186,16 @@ forEachStore('dashboard accounts', (kind) => {
       const taken = await again.request('POST', '/dashboard/signup', { email: 'new-operator@example.com', password: PASSWORD, csrf: again.csrf });
       expect(taken.status).toBe(400);
     });
+
+    it('makes one account of two sign-ups with one address at the same time; the other is told it is in use', async () => {
+      await createTenant(open);
+      const visitors = [new WebBrowser(open), new WebBrowser(open)];
+      for (const v of visitors) await v.request('GET', '/dashboard/signup');
+      const answers = await Promise.all(visitors.map((v) => v.request('POST', '/dashboard/signup', { email: 'twice@example.com', password: PASSWORD, csrf: v.csrf })));
+      expect(answers.map((r) => r.status).sort()).toEqual([303, 400]);
+      expect(textOf(answers.find((r) => r.status === 400)!.body)).toContain('Email already in use.');
+      const rows = await open.store.read.all(open.store.db.selectFrom('accounts').select('id').where('email', '=', 'twice@example.com'));
+      expect(rows).toHaveLength(1);
+    });
   });
 });

@@ -16,15 +16,20 @@ export class SqlAccountRepository implements AccountRepository {
   }
 
   async insert(unit: Unit, account: Account): Promise<void> {
-    await executorOf(unit).run(
-      this.db.insertInto('accounts').values({
-        id: account.id,
-        email: account.email,
-        password_hash: account.passwordHash,
-        plan: account.plan,
-        created_at: account.createdAt,
-      }),
-    );
+    try {
+      await executorOf(unit).run(
+        this.db.insertInto('accounts').values({
+          id: account.id,
+          email: account.email,
+          password_hash: account.passwordHash,
+          plan: account.plan,
+          created_at: account.createdAt,
+        }),
+      );
+    } catch (error) {
+      // Two creations of one address at once: both passed the service's check before either inserted.
+      throw isUniqueViolation(error) ? emailInUse() : error;
+    }
   }
 
   async insertFirst(unit: Unit, account: Account): Promise<boolean> {

@@ -58,15 +58,15 @@ export class SqlLicenseTokenRepository implements LicenseTokenRepository {
     const version = (current?.version ?? 0) + 1;
     if (current) {
       await tx.run(db.updateTable('license_token_configs').set({ ...columns(next), version, updated_at: updatedAt }).where('product_id', '=', productId));
-    } else {
-      // Two first-time writers on PostgreSQL both see no row; the loser updates the winner's row instead of failing.
-      await tx.run(
-        db
-          .insertInto('license_token_configs')
-          .values({ product_id: productId, ...columns(next), version, updated_at: updatedAt })
-          .onConflict((oc) => oc.column('product_id').doUpdateSet({ ...columns(next), version: (eb) => eb('license_token_configs.version', '+', 1), updated_at: updatedAt })),
-      );
+      return { productId, ...next, version };
     }
-    return { productId, ...next, version };
+    const inserted = await tx.run(
+      db.insertInto('license_token_configs').values({ product_id: productId, ...columns(next), version, updated_at: updatedAt }).onConflict((oc) => oc.column('product_id').doNothing()),
+    );
+    if (inserted === 1) return { productId, ...next, version };
+    // PostgreSQL: another first writer inserted the row meanwhile (its insert made ours wait, then
+    // do nothing). The change applies to that row, locked and read again, not to the defaults:
+    // building on the defaults would undo the other writer's settings.
+    return this.modify(unit, productId, defaults, change, updatedAt);
   }
 }

@@ -73,4 +73,14 @@ forEachStore('webhooks API (errors)', (kind) => {
     expect(res.status).toBe(400);
     expect(res.body.error.issues[0].message).toMatch(/at most 20/);
   });
+
+  it('holds the cap when creations race: 30 at once make 20 endpoints', async () => {
+    const racer = await createTenant(ctx);
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => call(ctx, { method: 'POST', url: '/api/v1/webhooks', headers: racer.auth, json: { url: `http://127.0.0.1:9/r${i}`, events: ['*'] } })),
+    );
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(20);
+    expect(answers.filter((a) => a.status === 400)).toHaveLength(10);
+    expect((await call(ctx, { method: 'GET', url: '/api/v1/webhooks', headers: racer.auth })).body.data).toHaveLength(20);
+  });
 });

@@ -117,7 +117,11 @@ export class SqlWebhookRepository implements WebhookRepository {
   }
 
   async countEndpoints(unit: Unit, accountId: string): Promise<number> {
-    const row = await executorOf(unit).first(this.db.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', accountId));
+    const tx = executorOf(unit);
+    // PostgreSQL: the account's row locked first, so two creations at once count one after the
+    // other and the cap holds (SQLite's units already run one at a time).
+    if (this.store.lockRows) await tx.first(this.db.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate());
+    const row = await tx.first(this.db.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', accountId));
     return Number(row?.n ?? 0);
   }
 

@@ -1,6 +1,8 @@
 import { Prepared } from '../../storage/prepared.ts';
 import type { Executor, Store } from '../../storage/index.ts';
 import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
+import { isUniqueViolation } from '../../storage/constraint.ts';
+import { AppError } from '../../core/errors.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Updateable } from 'kysely';
 import { bool, type DeviceRow, flag, type LicenseRow, type LicensesTable } from '../../storage/schema.ts';
@@ -188,7 +190,13 @@ export class SqlLicenseRepository implements LicenseRepository {
     const tx = executorOf(unit);
     // Chunks keep each statement under SQLite's and PostgreSQL's bound-parameter limits.
     for (const chunk of chunks(licenses, INSERT_CHUNK)) {
-      await tx.run(this.db.insertInto('licenses').values(chunk.map(licenseRow)));
+      try {
+        await tx.run(this.db.insertInto('licenses').values(chunk.map(licenseRow)));
+      } catch (error) {
+        // PostgreSQL: a key checked as free in this unit was inserted by another one meanwhile.
+        if (!isUniqueViolation(error)) throw error;
+        throw new AppError('invalid_request', 'A license of this batch was created meanwhile, by another import or request; run the import again: it skips the licenses already there.');
+      }
     }
     const devices = licenses.flatMap((l) => l.activeDevices.map((d) => ({ license_key: l.key, identifier: d.identifier, name: d.name, activation_date: d.activationDate })));
     for (const chunk of chunks(devices, INSERT_CHUNK)) await tx.run(this.db.insertInto('devices').values(chunk));

@@ -84,7 +84,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   products.bindLicenses(licenses);
 
   // In-unit subscribers, in this order: the audit entry, then the webhook deliveries of the change.
-  const audit = new AuditService(new SqlAuditRepository(store), licenses);
+  const audit = new AuditService(new SqlAuditRepository(store), licenses, clock, (options.auditRetentionDays ?? 365) * DAY);
   events.subscribe((event, unit) => audit.onEvent(event, unit));
   const webhookSettings = options.webhooks ?? DEFAULT_WEBHOOKS;
   const webhookRepo = new SqlWebhookRepository(store);
@@ -95,7 +95,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const idempotency = new IdempotencyService(idempotencyRepository(store), (work) => store.write(work, { awaitSync: false }), clock, new SecretBox(secretKey, 'idempotent-answers'));
   /** Upkeep the outbox worker runs about hourly. */
   const housekeeping: Housekeeping[] = [
-    (now) => audit.purge(now, (options.auditRetentionDays ?? 365) * DAY),
+    (now) => audit.purge(now),
     (now) => webhooks.purge(now, webhookSettings.retentionDays * DAY),
     async () => {
       // A thousand at a time, until the expired keys are gone.

@@ -13,10 +13,24 @@ export interface LicenseSnapshot {
   createdAt: number;
 }
 
+/**
+ * The activation that put a device on its license, kept with the device while it is active: who
+ * activated it, the name it had then, and the id of its audit entry. The device's row holds that
+ * entry until the device goes (docs/decisions/audit-held-entries.md).
+ */
+export interface DeviceActivation {
+  /** The audit entry's id (time-ordered: it carries the time of the activation's event). */
+  id: string;
+  actor: Actor;
+  name: string;
+}
+
 export interface DeviceSnapshot {
   identifier: string;
   name: string;
   activationDate: number;
+  /** Set when the device's row holds its activation's audit entry (see DeviceActivation). */
+  activation?: DeviceActivation;
 }
 
 /** Which fields an update changed, with their values before and after. */
@@ -54,7 +68,7 @@ interface PurchaseBase extends Base {
 export type LicenseEvent =
   | (LicenseBase & { type: 'license.created' })
   | (LicenseBase & { type: 'license.updated'; changes: LicenseChanges })
-  | (LicenseBase & { type: 'license.deleted' })
+  | (LicenseBase & { type: 'license.deleted'; devices: DeviceSnapshot[] })
   | (LicenseBase & { type: 'device.activated'; device: DeviceSnapshot })
   | (LicenseBase & { type: 'device.removed'; device: DeviceSnapshot })
   | (LicenseBase & { type: 'devices.reset'; devices: DeviceSnapshot[] });

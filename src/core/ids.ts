@@ -51,5 +51,8 @@ export function timeOrderedId(at: number): string {
   return `${Math.max(0, Math.floor(at)).toString(36).padStart(9, '0')}${sequence.toString(36).padStart(4, '0')}${idBase62(8)}`;
 }
 
+/** The time (epoch ms) a `timeOrderedId` was made at. */
+export const timeOfOrderedId = (id: string): number => parseInt(id.slice(0, 9), 36);
+
 /** The smallest id `timeOrderedId` can make at `at`: ids below it were made before. */
 export const timeOrderedFloor = (at: number): string => Math.max(0, Math.floor(at)).toString(36).padStart(9, '0');

@@ -65,6 +65,12 @@ export interface DevicesTable {
   identifier: string;
   name: string;
   activation_date: number;
+  /** The activation's audit entry, held here while the device is active (migration 013); null once moved or from before it. */
+  activation_id: string | null;
+  /** Who activated the device: the actor as JSON. */
+  activated_by: string | null;
+  /** The name the device had when activated, once it has been renamed (null: its name). */
+  activated_name: string | null;
 }
 
 /** Per-product license-token settings and key pair; `version` goes up on every change (caches compare it). */

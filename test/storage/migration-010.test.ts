@@ -27,10 +27,10 @@ forEachStore('migration 010: the per-license audit index by license key and id',
 
   it('entries written before it list as before: newest first, by license, only for their account', async () => {
     const repo = new SqlAuditRepository(store);
-    const listed = await repo.list('u1', KEY, { limit: 10 });
+    const listed = await repo.list('u1', KEY, { limit: 10, since: 0 });
     expect(listed.map((e) => e.createdAt)).toEqual([NOW - 1000, NOW - 3000]);
-    expect(await repo.list('u1', KEY, { limit: 10, before: listed[0]!.id })).toHaveLength(1);
-    expect(await repo.list('u2', KEY, { limit: 10 })).toEqual([]);
+    expect(await repo.list('u1', KEY, { limit: 10, before: listed[0]!.id, since: 0 })).toHaveLength(1);
+    expect(await repo.list('u2', KEY, { limit: 10, since: 0 })).toEqual([]);
   });
 
   it('a page is read through the new index in its order: no scan, no sort', async () => {

@@ -4,7 +4,7 @@ import type { Store } from '../../storage/index.ts';
 import { Prepared } from '../../storage/prepared.ts';
 import { executorOf } from '../../storage/unit-of-work.ts';
 import { timeOrderedFloor } from '../../core/ids.ts';
-import type { AuditEntry, AuditRepository, AuditType } from './service.ts';
+import { activationEntry, type AuditEntry, type AuditRepository, type AuditType } from './service.ts';
 
 const PURGE_CHUNK = 5000;
 
@@ -54,17 +54,46 @@ export class SqlAuditRepository implements AuditRepository {
       .limit(limit);
   }
 
-  async list(accountId: string, licenseKey: string, options: { limit: number; before?: string }): Promise<AuditEntry[]> {
-    const rows = await this.store.read.all(this.listQuery(accountId, licenseKey, options));
-    return rows.map((r) => ({
-      id: r.id,
-      accountId: r.user_id,
-      licenseKey: r.license_key,
-      type: r.type as AuditType,
-      actor: JSON.parse(r.actor) as Actor,
-      changes: r.changes === null ? null : (JSON.parse(r.changes) as Record<string, unknown>),
-      createdAt: Number(r.created_at),
-    }));
+  /**
+   * A page of the activations the license's active devices hold, newest first (its devices' rows,
+   * sorted: a license's devices are one key range). The license's account is checked by a join.
+   */
+  heldQuery(accountId: string, licenseKey: string, { limit, before, since }: { limit: number; before?: string; since: number }) {
+    return this.store.db
+      .selectFrom('devices as d')
+      .innerJoin('licenses as l', 'l.key', 'd.license_key')
+      .select(['d.identifier', 'd.name', 'd.activation_date', 'd.activation_id', 'd.activated_by', 'd.activated_name'])
+      .where('d.license_key', '=', licenseKey)
+      .where('l.user_id', '=', accountId)
+      .where('d.activation_id', '>=', timeOrderedFloor(since))
+      .$if(before !== undefined, (q) => q.where('d.activation_id', '<', before!))
+      .orderBy('d.activation_id', 'desc')
+      .limit(limit);
+  }
+
+  async list(accountId: string, licenseKey: string, options: { limit: number; before?: string; since: number }): Promise<AuditEntry[]> {
+    const logged = (await this.store.read.all(this.listQuery(accountId, licenseKey, options))).map(
+      (r): AuditEntry => ({
+        id: r.id,
+        accountId: r.user_id,
+        licenseKey: r.license_key,
+        type: r.type as AuditType,
+        actor: JSON.parse(r.actor) as Actor,
+        changes: r.changes === null ? null : (JSON.parse(r.changes) as Record<string, unknown>),
+        createdAt: Number(r.created_at),
+      }),
+    );
+    const held = (await this.store.read.all(this.heldQuery(accountId, licenseKey, options))).map((r) =>
+      activationEntry(accountId, licenseKey, {
+        identifier: r.identifier,
+        name: r.name,
+        activationDate: r.activation_date,
+        activation: { id: r.activation_id!, actor: JSON.parse(r.activated_by!) as Actor, name: r.activated_name ?? r.name },
+      }),
+    );
+    if (held.length === 0) return logged;
+    // Two pages newest first, merged: ids are unique across both (an entry is held or logged, never both).
+    return [...logged, ...held].sort((a, b) => (a.id < b.id ? 1 : -1)).slice(0, options.limit);
   }
 
   async purge(before: number): Promise<number> {

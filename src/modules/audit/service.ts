@@ -1,6 +1,6 @@
 import { invalidRequest } from '../../core/errors.ts';
-import { type DomainEvent, eventAccountId, type LicenseSnapshot } from '../../core/events.ts';
-import { timeOrderedId } from '../../core/ids.ts';
+import { type DeviceActivation, type DeviceSnapshot, type DomainEvent, eventAccountId, isLicenseEvent, type LicenseEvent, type LicenseSnapshot } from '../../core/events.ts';
+import { timeOfOrderedId, timeOrderedId } from '../../core/ids.ts';
 import { normalizeLicenseKey } from '../../core/license-key.ts';
 import type { Actor, Principal } from '../../core/principal.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
@@ -30,8 +30,12 @@ export interface AuditEntry {
 
 export interface AuditRepository {
   insert(unit: Unit, entry: AuditEntry): Promise<void>;
-  /** The account's entries for one license key, newest first (ids sort in time order), older than `before` when given. */
-  list(accountId: string, licenseKey: string, options: { limit: number; before?: string }): Promise<AuditEntry[]>;
+  /**
+   * The account's entries for one license key, newest first (ids sort in time order), older than
+   * `before` when given: those in the log, and the activations its active devices' rows hold
+   * (DeviceActivation) made at `since` or later.
+   */
+  list(accountId: string, licenseKey: string, options: { limit: number; before?: string; since: number }): Promise<AuditEntry[]>;
   /** Deletes entries made before `before` (epoch ms). */
   purge(before: number): Promise<number>;
 }
@@ -41,6 +45,22 @@ export const AUDIT_LIMIT_MAX = 100;
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 const deviceFields = (d: { identifier: string; name: string; activationDate: number }) => ({ identifier: d.identifier, name: d.name, activationDate: iso(d.activationDate) });
+
+/**
+ * A device.activated entry from the activation a device's row holds: what the subscriber would
+ * have written when the device was activated (the name it had then; its id and time), so it reads
+ * the same from the row as from the log. The repository builds held entries with it too.
+ */
+export function activationEntry(accountId: string, licenseKey: string, device: DeviceSnapshot & { activation: DeviceActivation }): AuditEntry {
+  const { id, actor, name } = device.activation;
+  return { id, accountId, licenseKey, type: 'device.activated', actor, createdAt: timeOfOrderedId(id), changes: { device: deviceFields({ ...device, name }) } };
+}
+
+/** The activations that leave their devices' rows with this change: into the log, in the same unit. */
+function releasedActivations(event: LicenseEvent): (DeviceSnapshot & { activation: DeviceActivation })[] {
+  const devices = event.type === 'device.removed' ? [event.device] : event.type === 'devices.reset' || event.type === 'license.deleted' ? event.devices : [];
+  return devices.filter((d): d is DeviceSnapshot & { activation: DeviceActivation } => d.activation !== undefined);
+}
 
 /** A new license's starting values, in the shape of an update (from null). */
 function createdChanges(l: LicenseSnapshot): Record<string, unknown> {
@@ -88,27 +108,39 @@ export class AuditService {
   constructor(
     private readonly repo: AuditRepository,
     private readonly licenses: LicenseService,
+    private readonly clock: () => number,
+    /** AUDIT_RETENTION_DAYS in ms: how long entries are kept (and held ones shown). */
+    private readonly keepMs: number,
   ) {}
 
   async onEvent(event: DomainEvent, unit: Unit): Promise<void> {
+    if (!isLicenseEvent(event)) return;
+    const accountId = eventAccountId(event);
+    const licenseKey = event.license.key;
+    for (const device of releasedActivations(event)) {
+      // One already past the retention would only wait for the next purge.
+      if (timeOfOrderedId(device.activation.id) >= event.occurredAt - this.keepMs) await this.repo.insert(unit, activationEntry(accountId, licenseKey, device));
+    }
+    // A new device's row holds its activation's entry until the device goes (DeviceActivation).
+    if (event.type === 'device.activated' && event.device.activation) return;
     const entry = entryOf(event);
-    if (!entry || !('license' in event)) return;
-    await this.repo.insert(unit, { id: timeOrderedId(event.occurredAt), accountId: eventAccountId(event), licenseKey: event.license.key, actor: event.actor, createdAt: event.occurredAt, ...entry });
+    if (!entry) return;
+    await this.repo.insert(unit, { id: timeOrderedId(event.occurredAt), accountId, licenseKey, actor: event.actor, createdAt: event.occurredAt, ...entry });
   }
 
   /** A license's entries, newest first; 404 when the account has neither the license nor entries for it. */
   async list(principal: Principal, rawKey: string, query: { limit?: number; cursor?: string }): Promise<{ data: AuditEntry[]; nextCursor: string | null }> {
     const key = normalizeLicenseKey(rawKey);
     const limit = query.limit ?? AUDIT_LIMIT_DEFAULT;
-    const data = await this.repo.list(principal.accountId, key, { limit: limit + 1, before: query.cursor ? decodeCursor(query.cursor) : undefined });
+    const data = await this.repo.list(principal.accountId, key, { limit: limit + 1, before: query.cursor ? decodeCursor(query.cursor) : undefined, since: this.clock() - this.keepMs });
     if (data.length === 0 && !query.cursor) await this.licenses.get(principal, key); // 404 unless it is the account's
     const more = data.length > limit;
     if (more) data.pop();
     return { data, nextCursor: more ? encodeCursor(data[data.length - 1]!) : null };
   }
 
-  /** Drops entries older than `keepMs` (AUDIT_RETENTION_DAYS); run by the outbox worker's housekeeping. */
-  purge(now: number, keepMs: number): Promise<number> {
-    return this.repo.purge(now - keepMs);
+  /** Drops the log's entries older than the retention; run by the outbox worker's housekeeping (held ones are hidden by `list`). */
+  purge(now: number): Promise<number> {
+    return this.repo.purge(now - this.keepMs);
   }
 }

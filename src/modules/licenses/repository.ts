@@ -4,6 +4,7 @@ import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
 import { isUniqueViolation } from '../../storage/constraint.ts';
 import { AppError } from '../../core/errors.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
+import type { Actor } from '../../core/principal.ts';
 import type { Updateable } from 'kysely';
 import { bool, type DeviceRow, flag, type LicenseRow, type LicensesTable } from '../../storage/schema.ts';
 import { normalizeEmail } from '../../core/email.ts';
@@ -49,6 +50,25 @@ const toDevice = (r: Pick<DeviceRow, 'identifier' | 'name' | 'activation_date'>)
   name: r.name,
   activationDate: r.activation_date,
 });
+
+/** A device with the activation its row holds (see DeviceActivation): for the changes that remove devices. */
+const toHeldDevice = (r: DeviceRow): Device => {
+  const device = toDevice(r);
+  if (r.activation_id === null || r.activated_by === null) return device;
+  return { ...device, activation: { id: r.activation_id, actor: JSON.parse(r.activated_by) as Actor, name: r.activated_name ?? r.name } };
+};
+
+/** The device columns of a row: what holds a new device's activation (null for none). */
+const deviceRow = (key: string, d: Device) => ({
+  license_key: key,
+  identifier: d.identifier,
+  name: d.name,
+  activation_date: d.activationDate,
+  activation_id: d.activation?.id ?? null,
+  activated_by: d.activation ? JSON.stringify(d.activation.actor) : null,
+});
+
+const DEVICE_COLUMNS = ['identifier', 'name', 'activation_date'] as const;
 
 const licenseRow = (l: LicenseRecord) => ({
   key: l.key,
@@ -141,14 +161,29 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
     licenseOwned: new Prepared<{ key: string; account: string }, LicenseRow>((p) =>
       db.selectFrom('licenses').selectAll().where('key', '=', p('key')).where('user_id', '=', p('account')),
     ),
-    devices: new Prepared<{ key: string }, DeviceRow>((p) =>
+    devices: new Prepared<{ key: string }, Pick<DeviceRow, (typeof DEVICE_COLUMNS)[number]>>((p) =>
+      db.selectFrom('devices').select(DEVICE_COLUMNS).where('license_key', '=', p('key')).orderBy('activation_date').orderBy('identifier'),
+    ),
+    heldDevices: new Prepared<{ key: string }, DeviceRow>((p) =>
       db.selectFrom('devices').selectAll().where('license_key', '=', p('key')).orderBy('activation_date').orderBy('identifier'),
     ),
-    addDevice: new Prepared<{ key: string; identifier: string; name: string; at: number }, never>((p) =>
-      db.insertInto('devices').values({ license_key: p('key'), identifier: p('identifier'), name: p('name'), activation_date: p('at') }),
+    addDevice: new Prepared<{ key: string; identifier: string; name: string; at: number; activation: string | null; by: string | null }, never>((p) =>
+      db.insertInto('devices').values({
+        license_key: p('key'),
+        identifier: p('identifier'),
+        name: p('name'),
+        activation_date: p('at'),
+        activation_id: p('activation'),
+        activated_by: p('by'),
+      }),
     ),
+    // SET reads the row as it was: the first rename keeps the name the activation's entry shows.
     renameDevice: new Prepared<{ key: string; identifier: string; name: string }, never>((p) =>
-      db.updateTable('devices').set({ name: p('name') }).where('license_key', '=', p('key')).where('identifier', '=', p('identifier')),
+      db
+        .updateTable('devices')
+        .set((eb) => ({ name: p('name'), activated_name: eb.fn.coalesce('activated_name', 'name') }))
+        .where('license_key', '=', p('key'))
+        .where('identifier', '=', p('identifier')),
     ),
   };
 }
@@ -198,7 +233,7 @@ export class SqlLicenseRepository implements LicenseRepository {
         throw new AppError('invalid_request', 'A license of this batch was created meanwhile, by another import or request; run the import again: it skips the licenses already there.');
       }
     }
-    const devices = licenses.flatMap((l) => l.activeDevices.map((d) => ({ license_key: l.key, identifier: d.identifier, name: d.name, activation_date: d.activationDate })));
+    const devices = licenses.flatMap((l) => l.activeDevices.map((d) => deviceRow(l.key, d)));
     for (const chunk of chunks(devices, INSERT_CHUNK)) await tx.run(this.db.insertInto('devices').values(chunk));
   }
 
@@ -326,7 +361,7 @@ export class SqlLicenseRepository implements LicenseRepository {
     const tx = executorOf(unit);
     const row = await tx.first(account === undefined ? this.q.lock.bind({ key }) : this.q.lockOwned.bind({ key, account }));
     if (!row) return undefined;
-    const devices = (await tx.all(this.q.devices.bind({ key }))).map(toDevice);
+    const devices = (await tx.all(this.q.heldDevices.bind({ key }))).map(toHeldDevice);
     return { license: toRecord(row), fallbackEnabled: bool(row.fallback_enabled), devices };
   }
 
@@ -359,13 +394,17 @@ export class SqlLicenseRepository implements LicenseRepository {
     await executorOf(unit).run(this.db.updateTable('licenses').set(set).where('key', '=', key));
   }
 
-  async delete(unit: Unit, key: string): Promise<void> {
-    // The license's devices and portal reset records go with it (ON DELETE CASCADE).
-    await executorOf(unit).run(this.db.deleteFrom('licenses').where('key', '=', key));
+  async delete(unit: Unit, key: string): Promise<Device[]> {
+    const tx = executorOf(unit);
+    // The devices first, for the activations their rows hold; portal reset records go with the license (ON DELETE CASCADE).
+    const devices = await tx.all(this.db.deleteFrom('devices').where('license_key', '=', key).returningAll());
+    await tx.run(this.db.deleteFrom('licenses').where('key', '=', key));
+    return devices.sort((a, b) => a.activation_date - b.activation_date || (a.identifier < b.identifier ? -1 : 1)).map(toHeldDevice);
   }
 
   async addDevice(unit: Unit, key: string, d: Device): Promise<void> {
-    await executorOf(unit).run(this.q.addDevice.bind({ key, identifier: d.identifier, name: d.name, at: d.activationDate }));
+    const row = deviceRow(key, d);
+    await executorOf(unit).run(this.q.addDevice.bind({ key, identifier: d.identifier, name: d.name, at: d.activationDate, activation: row.activation_id, by: row.activated_by }));
   }
 
   async renameDevice(unit: Unit, key: string, identifier: string, name: string): Promise<void> {

@@ -1,6 +1,7 @@
 import { AppError, type Issue, invalidRequest, notFound } from '../../core/errors.ts';
 import { normalizeEmail } from '../../core/email.ts';
 import type { DeviceSnapshot, LicenseChanges, LicenseSnapshot } from '../../core/events.ts';
+import { timeOrderedId } from '../../core/ids.ts';
 import { generateLicenseKey, normalizeLicenseKey } from '../../core/license-key.ts';
 import type { LicenseStatus } from '../../core/license-status.ts';
 import { type Actor, PUBLIC_ACTOR, type Principal } from '../../core/principal.ts';
@@ -190,7 +191,8 @@ export const snapshot = (l: LicenseRecord): LicenseSnapshot => ({
   createdAt: l.createdAt,
 });
 
-const deviceSnapshot = (d: Device): DeviceSnapshot => ({ identifier: d.identifier, name: d.name, activationDate: d.activationDate });
+const deviceSnapshot = (d: Device): DeviceSnapshot =>
+  d.activation ? { identifier: d.identifier, name: d.name, activationDate: d.activationDate, activation: d.activation } : { identifier: d.identifier, name: d.name, activationDate: d.activationDate };
 
 /** The fields an update changed, before and after (nothing when it changed nothing). */
 function changesOf(before: LicenseRecord, fields: LicenseFields): LicenseChanges {
@@ -440,7 +442,7 @@ export class LicenseService {
         active = { ...existing, name: device.name };
         if (existing.name !== device.name) await this.repo.renameDevice(unit, key, device.identifier, device.name);
       } else {
-        active = { ...device, activationDate: now };
+        active = { ...device, activationDate: now, activation: { id: timeOrderedId(now), actor, name: device.name } };
         await this.repo.addDevice(unit, key, active);
         await unit.emit({ type: 'device.activated', actor, occurredAt: now, license: snapshot(verdict.license), device: deviceSnapshot(active) });
       }
@@ -491,8 +493,8 @@ export class LicenseService {
   }
 
   private async remove(unit: Unit, actor: Actor, license: LicenseRecord): Promise<void> {
-    await this.repo.delete(unit, license.key);
-    await unit.emit({ type: 'license.deleted', actor, occurredAt: this.clock(), license: snapshot(license) });
+    const devices = await this.repo.delete(unit, license.key);
+    await unit.emit({ type: 'license.deleted', actor, occurredAt: this.clock(), license: snapshot(license), devices: devices.map(deviceSnapshot) });
   }
 
   private async removeOne(unit: Unit, actor: Actor, { license, devices }: LockedLicense, identifier: string): Promise<void> {

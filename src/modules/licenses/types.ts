@@ -1,3 +1,4 @@
+import type { DeviceActivation } from '../../core/events.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 
 export type LicenseType = 'perpetual' | 'timed';
@@ -6,6 +7,8 @@ export interface Device {
   identifier: string;
   name: string;
   activationDate: number;
+  /** Read only where a change needs it (a device's removal), and given to addDevice for a new activation. */
+  activation?: DeviceActivation;
 }
 
 /** A license as stored, without its devices. Times are epoch milliseconds. */
@@ -68,7 +71,7 @@ export interface SearchPosition {
   key: string;
 }
 
-/** A license locked for a read-check-write unit, with what the checks need. */
+/** A license locked for a read-check-write unit, with what the checks need (its devices with their activations). */
 export interface LockedLicense {
   license: LicenseRecord;
   fallbackEnabled: boolean;
@@ -108,8 +111,11 @@ export interface LicenseRepository {
   /** The license with its devices as `unit` sees it (after its own changes). */
   read(unit: Unit, key: string): Promise<License | undefined>;
   update(unit: Unit, key: string, fields: LicenseFields): Promise<void>;
-  delete(unit: Unit, key: string): Promise<void>;
+  /** Deletes the license with its devices; returns the devices it had, with their activations. */
+  delete(unit: Unit, key: string): Promise<Device[]>;
+  /** Inserts the device; its row holds `device.activation` when given. */
   addDevice(unit: Unit, key: string, device: Device): Promise<void>;
+  /** Renames an active device; the name it had at activation stays with its activation. */
   renameDevice(unit: Unit, key: string, identifier: string, name: string): Promise<void>;
   removeDevice(unit: Unit, key: string, identifier: string): Promise<boolean>;
   removeAllDevices(unit: Unit, key: string): Promise<void>;

@@ -11,6 +11,7 @@ import * as m009Hardening from './009_hardening.ts';
 import * as m010AuditLicenseIndex from './010_audit_license_index.ts';
 import * as m011IdempotencyLog from './011_idempotency_log.ts';
 import * as m012EmailChanges from './012_email_changes.ts';
+import * as m013DeviceActivations from './013_device_activations.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -30,6 +31,7 @@ export const migrations: Record<string, Migration> = {
   '010_audit_license_index': m010AuditLicenseIndex,
   '011_idempotency_log': m011IdempotencyLog,
   '012_email_changes': m012EmailChanges,
+  '013_device_activations': m013DeviceActivations,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

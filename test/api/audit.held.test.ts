@@ -159,6 +159,23 @@ forEachStore('license audit log: activations held by device rows', (kind) => {
     expect((await repo.list(tenant.userId, license.key, { limit: 10, since: 0 })).map((e) => e.type)).toEqual(['device.activated', 'license.created']);
   });
 
+  it('a listing while devices are removed shows each activation once, never skipped', async () => {
+    const license = await createLicense(ctx, tenant, productId, { maxDevices: 20 });
+    const ids = Array.from({ length: 10 }, (_, i) => `c${i}`);
+    for (const id of ids) await activate(license.key, id);
+    const listings: Promise<Entry[]>[] = [];
+    const removals: Promise<unknown>[] = [];
+    for (const id of ids) {
+      removals.push(call(ctx, { method: 'POST', url: `/api/v1/licenses/devices/${id}/remove`, headers: auth(license.key) }));
+      listings.push(events(license.key, '?limit=100'), events(license.key, '?limit=100'));
+    }
+    await Promise.all(removals);
+    for (const listing of await Promise.all(listings)) {
+      const activated = listing.filter((e) => e.type === 'device.activated').map((e) => e.changes.device.identifier);
+      expect(activated.sort()).toEqual([...ids].sort());
+    }
+  });
+
   it('removals of one device at once log its activation once', async () => {
     const license = await createLicense(ctx, tenant, productId);
     await activate(license.key, 'd1');

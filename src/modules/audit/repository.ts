@@ -72,6 +72,16 @@ export class SqlAuditRepository implements AuditRepository {
   }
 
   async list(accountId: string, licenseKey: string, options: { limit: number; before?: string; since: number }): Promise<AuditEntry[]> {
+    // Held entries first: one whose device is removed between the two reads (PostgreSQL reads each
+    // statement's own snapshot) is then seen in both, never in neither, and kept once below.
+    const held = (await this.store.read.all(this.heldQuery(accountId, licenseKey, options))).map((r) =>
+      activationEntry(accountId, licenseKey, {
+        identifier: r.identifier,
+        name: r.name,
+        activationDate: r.activation_date,
+        activation: { id: r.activation_id!, actor: JSON.parse(r.activated_by!) as Actor, name: r.activated_name ?? r.name },
+      }),
+    );
     const logged = (await this.store.read.all(this.listQuery(accountId, licenseKey, options))).map(
       (r): AuditEntry => ({
         id: r.id,
@@ -83,17 +93,10 @@ export class SqlAuditRepository implements AuditRepository {
         createdAt: Number(r.created_at),
       }),
     );
-    const held = (await this.store.read.all(this.heldQuery(accountId, licenseKey, options))).map((r) =>
-      activationEntry(accountId, licenseKey, {
-        identifier: r.identifier,
-        name: r.name,
-        activationDate: r.activation_date,
-        activation: { id: r.activation_id!, actor: JSON.parse(r.activated_by!) as Actor, name: r.activated_name ?? r.name },
-      }),
-    );
     if (held.length === 0) return logged;
-    // Two pages newest first, merged: ids are unique across both (an entry is held or logged, never both).
-    return [...logged, ...held].sort((a, b) => (a.id < b.id ? 1 : -1)).slice(0, options.limit);
+    // Two pages newest first, merged; an entry both held and logged (moved meanwhile) counts once.
+    const loggedIds = new Set(logged.map((e) => e.id));
+    return [...logged, ...held.filter((e) => !loggedIds.has(e.id))].sort((a, b) => (a.id < b.id ? 1 : -1)).slice(0, options.limit);
   }
 
   async purge(before: number): Promise<number> {

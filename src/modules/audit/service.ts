@@ -46,20 +46,23 @@ export const AUDIT_LIMIT_MAX = 100;
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 const deviceFields = (d: { identifier: string; name: string; activationDate: number }) => ({ identifier: d.identifier, name: d.name, activationDate: iso(d.activationDate) });
 
+/** A device whose row holds its activation's entry. */
+export type HeldDevice = DeviceSnapshot & { activation: DeviceActivation };
+
 /**
  * A device.activated entry from the activation a device's row holds: what the subscriber would
  * have written when the device was activated (the name it had then; its id and time), so it reads
  * the same from the row as from the log. The repository builds held entries with it too.
  */
-export function activationEntry(accountId: string, licenseKey: string, device: DeviceSnapshot & { activation: DeviceActivation }): AuditEntry {
+export function activationEntry(accountId: string, licenseKey: string, device: HeldDevice): AuditEntry {
   const { id, actor, name } = device.activation;
   return { id, accountId, licenseKey, type: 'device.activated', actor, createdAt: timeOfOrderedId(id), changes: { device: deviceFields({ ...device, name }) } };
 }
 
 /** The activations that leave their devices' rows with this change: into the log, in the same unit. */
-function releasedActivations(event: LicenseEvent): (DeviceSnapshot & { activation: DeviceActivation })[] {
+function releasedActivations(event: LicenseEvent): HeldDevice[] {
   const devices = event.type === 'device.removed' ? [event.device] : event.type === 'devices.reset' || event.type === 'license.deleted' ? event.devices : [];
-  return devices.filter((d): d is DeviceSnapshot & { activation: DeviceActivation } => d.activation !== undefined);
+  return devices.filter((d): d is HeldDevice => d.activation !== undefined);
 }
 
 /** A new license's starting values, in the shape of an update (from null). */

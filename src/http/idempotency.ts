@@ -22,12 +22,27 @@ declare module 'fastify' {
 const METHODS = new Set(['POST', 'PUT', 'PATCH']);
 const MAX_KEY_LENGTH = 255;
 
+/**
+ * A JSON value with every object's keys sorted: the same request in another key order (a client
+ * that rebuilds its body for the retry) is the same request, not a reused key.
+ */
+function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const record = value as Record<string, unknown>;
+  const fields = Object.keys(record)
+    .filter((k) => record[k] !== undefined)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k])}`);
+  return `{${fields.join(',')}}`;
+}
+
 function requestHash(req: FastifyRequest): string {
   const head = `${req.method} ${req.url}\n`;
   const body = req.body;
   if (Buffer.isBuffer(body)) return createHash('sha256').update(head).update(body).digest('base64url');
   // One call for the usual JSON body: the one-shot digest skips the Hash object.
-  return hash('sha256', body === undefined || body === null ? head : head + (typeof body === 'string' ? body : JSON.stringify(body)), 'base64url');
+  return hash('sha256', body === undefined || body === null ? head : head + (typeof body === 'string' ? body : canonicalJson(body)), 'base64url');
 }
 
 function keyOf(req: FastifyRequest): string | undefined {

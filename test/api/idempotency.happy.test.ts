@@ -46,6 +46,23 @@ forEachStore('Idempotency-Key', (kind) => {
     expect(await licensesOf(t.userId)).toEqual([{ key: first.body.key }]);
   });
 
+  it('takes the same fields in another order, or spaced otherwise, as the same request', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    const headers = { ...t.auth, 'idempotency-key': randomUUID(), 'content-type': 'application/json' };
+    const first = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, payload: `{"productId":"${p.id}","type":"perpetual","maxDevices":3,"email":"a@example.com"}` });
+    expect(first.status).toBe(200);
+    const reordered = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, payload: `{ "email": "a@example.com", "maxDevices": 3,\n "type": "perpetual", "productId": "${p.id}" }` });
+    expect(reordered.status).toBe(200);
+    expect(reordered.headers['idempotent-replayed']).toBe('true');
+    expect(reordered.raw.body).toBe(first.raw.body);
+    // Another value is still another request.
+    const changed = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, payload: `{"maxDevices":4,"type":"perpetual","productId":"${p.id}","email":"a@example.com"}` });
+    expect(changed.status).toBe(422);
+    expect(changed.body.error.code).toBe('idempotency_key_reused');
+    expect(await licensesOf(t.userId)).toEqual([{ key: first.body.key }]);
+  });
+
   it('replays a 4xx answer too (the request ran and was refused)', async () => {
     const t = await createTenant(ctx);
     const headers = { ...t.auth, 'idempotency-key': 'k-404' };

@@ -50,6 +50,41 @@ forEachStore('webhooks API (happy)', (kind) => {
     expect((await call(ctx, { method: 'GET', url: `/api/v1/webhooks/${created.id}`, headers: tenant.auth })).status).toBe(404);
   });
 
+  it('lists at most 100 devices in a body, with the full count beside them, whatever the license holds', async () => {
+    const endpoint = await createEndpoint(['device.activated', 'devices.reset']);
+    const product = await createProduct(ctx, tenant);
+    const license = await createLicense(ctx, tenant, product.id, { maxDevices: 200 });
+    const auth = { ...tenant.auth, 'license-key': license.key };
+    const ids = Array.from({ length: 103 }, (_, i) => `device-${String(i).padStart(3, '0')}`);
+    for (const identifier of ids) {
+      const res = await call(ctx, { method: 'POST', url: '/api/v1/licenses/activate', headers: auth, json: { productId: product.id, device: { identifier, name: 'n' } } });
+      expect(res.status).toBe(200);
+    }
+    await call(ctx, { method: 'POST', url: '/api/v1/licenses/devices/reset', headers: auth });
+    const mine = () => receiver.received.filter((r) => r.json.data.license?.key === license.key);
+    await waitFor(() => mine().length === ids.length + 1, { message: 'every activation and the reset' });
+    const data = (type: string) => mine().filter((r) => r.json.type === type).map((r) => r.json.data);
+
+    const activated = data('device.activated');
+    const at = (n: number) => activated.find((d) => d.device.identifier === ids[n - 1])!;
+    // Up to 100 devices: all of them, in the API's order.
+    expect(at(100).license.activeDeviceCount).toBe(100);
+    expect(at(100).license.activeDevices.map((d: { identifier: string }) => d.identifier)).toEqual(ids.slice(0, 100));
+    // Past 100: 100 of them, each a device of the license, and the count.
+    for (const n of [101, 103]) {
+      const { license: shown } = at(n);
+      expect(shown.activeDeviceCount).toBe(n);
+      expect(shown.activeDevices).toHaveLength(100);
+      expect(new Set(shown.activeDevices.map((d: { identifier: string }) => d.identifier)).size).toBe(100);
+      for (const d of shown.activeDevices) expect(ids.slice(0, n)).toContain(d.identifier);
+    }
+    const [reset] = data('devices.reset');
+    expect(reset.deviceCount).toBe(103);
+    expect(reset.devices).toHaveLength(100);
+    expect(reset.license).toMatchObject({ activeDevices: [], activeDeviceCount: 0 });
+    await deleteEndpoint(endpoint.id);
+  });
+
   it('delivers each license event with a signature the @tessera/node helper verifies, and logs the attempt', async () => {
     const endpoint = await createEndpoint(['*']);
     const product = await createProduct(ctx, tenant);
@@ -76,14 +111,14 @@ forEachStore('webhooks API (happy)', (kind) => {
     }
     const byType = (type: string) => mine().filter((r) => r.json.type === type).map((r) => r.json.data);
     expect(byType('license.created')[0]).toEqual({
-      license: { key: license.key, userId: tenant.userId, productId: product.id, type: 'perpetual', expiresAt: null, revoked: false, email: 'buyer@example.com', maxDevices: 3, activeDevices: [], createdAt: license.createdAt },
+      license: { key: license.key, userId: tenant.userId, productId: product.id, type: 'perpetual', expiresAt: null, revoked: false, email: 'buyer@example.com', maxDevices: 3, activeDevices: [], createdAt: license.createdAt, activeDeviceCount: 0 },
     });
     expect(byType('license.updated')[0]).toMatchObject({ license: { maxDevices: 5 }, changes: { maxDevices: { from: 3, to: 5 } } });
     const second = byType('device.activated').find((d) => d.device.identifier === 'd2');
-    expect(second).toMatchObject({ device: { identifier: 'd2', name: 'Desktop' }, license: { activeDevices: [{ identifier: 'd1' }, { identifier: 'd2' }] } });
-    expect(byType('device.removed')[0]).toMatchObject({ device: { identifier: 'd1' }, license: { activeDevices: [{ identifier: 'd2' }] } });
-    expect(byType('devices.reset')[0]).toMatchObject({ devices: [{ identifier: 'd2', name: 'Desktop' }], license: { activeDevices: [] } });
-    expect(byType('license.deleted')[0]).toMatchObject({ license: { key: license.key, maxDevices: 5 } });
+    expect(second).toMatchObject({ device: { identifier: 'd2', name: 'Desktop' }, license: { activeDevices: [{ identifier: 'd1' }, { identifier: 'd2' }], activeDeviceCount: 2 } });
+    expect(byType('device.removed')[0]).toMatchObject({ device: { identifier: 'd1' }, license: { activeDevices: [{ identifier: 'd2' }], activeDeviceCount: 1 } });
+    expect(byType('devices.reset')[0]).toMatchObject({ devices: [{ identifier: 'd2', name: 'Desktop' }], deviceCount: 1, license: { activeDevices: [], activeDeviceCount: 0 } });
+    expect(byType('license.deleted')[0]).toMatchObject({ license: { key: license.key, maxDevices: 5, activeDevices: [], activeDeviceCount: 0 } });
 
     const deliveries = await waitFor(
       async () => {

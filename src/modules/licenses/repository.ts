@@ -51,6 +51,9 @@ const toDevice = (r: Pick<DeviceRow, 'identifier' | 'name' | 'activation_date'>)
   activationDate: r.activation_date,
 });
 
+/** The order the API lists a license's devices in: by activation date, then identifier. */
+const byActivation = (a: Device, b: Device): number => a.activationDate - b.activationDate || (a.identifier < b.identifier ? -1 : 1);
+
 /** A device with the activation its row holds (see DeviceActivation): for the changes that remove devices. */
 const toHeldDevice = (r: DeviceRow): Device => {
   const device = toDevice(r);
@@ -163,6 +166,16 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
     ),
     devices: new Prepared<{ key: string }, Pick<DeviceRow, (typeof DEVICE_COLUMNS)[number]>>((p) =>
       db.selectFrom('devices').select(DEVICE_COLUMNS).where('license_key', '=', p('key')).orderBy('activation_date').orderBy('identifier'),
+    ),
+    // In the primary key's order, so a sample of a license's devices reads that many index entries, not all of them.
+    someDevices: new Prepared<{ key: string; limit: number }, Pick<DeviceRow, (typeof DEVICE_COLUMNS)[number]>>((p) =>
+      db.selectFrom('devices').select(DEVICE_COLUMNS).where('license_key', '=', p('key')).orderBy('identifier').limit(p('limit') as never),
+    ),
+    deviceCount: new Prepared<{ key: string }, { n: number | string }>((p) =>
+      db
+        .selectFrom('devices')
+        .select((eb) => eb.fn.countAll<number | string>().as('n'))
+        .where('license_key', '=', p('key')),
     ),
     heldDevices: new Prepared<{ key: string }, DeviceRow>((p) =>
       db.selectFrom('devices').selectAll().where('license_key', '=', p('key')).orderBy('activation_date').orderBy('identifier'),
@@ -399,7 +412,15 @@ export class SqlLicenseRepository implements LicenseRepository {
     // The devices first, for the activations their rows hold; portal reset records go with the license (ON DELETE CASCADE).
     const devices = await tx.all(this.db.deleteFrom('devices').where('license_key', '=', key).returningAll());
     await tx.run(this.db.deleteFrom('licenses').where('key', '=', key));
-    return devices.sort((a, b) => a.activation_date - b.activation_date || (a.identifier < b.identifier ? -1 : 1)).map(toHeldDevice);
+    return devices.map(toHeldDevice).sort(byActivation);
+  }
+
+  async someDevices(unit: Unit, key: string, limit: number): Promise<{ devices: Device[]; count: number }> {
+    const tx = executorOf(unit);
+    const rows = await tx.all(this.q.someDevices.bind({ key, limit: limit + 1 }));
+    if (rows.length <= limit) return { devices: rows.map(toDevice).sort(byActivation), count: rows.length };
+    const counted = await tx.first(this.q.deviceCount.bind({ key }));
+    return { devices: rows.slice(0, limit).map(toDevice).sort(byActivation), count: Number(counted!.n) };
   }
 
   async addDevice(unit: Unit, key: string, d: Device): Promise<void> {

@@ -324,6 +324,14 @@ export class LicenseService {
     return license;
   }
 
+  /**
+   * For a change's event, in its unit: up to `limit` of the license's active devices after the
+   * change, and how many it has (webhook bodies: bounded whatever the device count).
+   */
+  someDevices(unit: Unit, key: string, limit: number): Promise<{ devices: Device[]; count: number }> {
+    return this.repo.someDevices(unit, key, limit);
+  }
+
   async list(principal: Principal, productId: string, query: { email?: string; limit?: number; cursor?: string }): Promise<LicensePage> {
     await this.products.get(principal, productId);
     const limit = query.limit ?? LIST_LIMIT_DEFAULT;

@@ -110,6 +110,12 @@ export interface LicenseRepository {
   lockForActivation(unit: Unit, key: string, identifier: string, accountId?: string): Promise<ActivationState | undefined>;
   /** The license with its devices as `unit` sees it (after its own changes). */
   read(unit: Unit, key: string): Promise<License | undefined>;
+  /**
+   * Up to `limit` of the license's devices as `unit` sees them, in the API's order, and how many it
+   * has: all of them when they are that few; otherwise `limit` of them (which ones is unspecified)
+   * and a count. Reads `limit` + 1 index entries, and the count only past the limit.
+   */
+  someDevices(unit: Unit, key: string, limit: number): Promise<{ devices: Device[]; count: number }>;
   update(unit: Unit, key: string, fields: LicenseFields): Promise<void>;
   /** Deletes the license with its devices; returns the devices it had, with their activations. */
   delete(unit: Unit, key: string): Promise<Device[]>;

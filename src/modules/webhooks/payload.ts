@@ -2,13 +2,20 @@ import { createHmac } from 'node:crypto';
 import type { DomainEvent, LicenseSnapshot } from '../../core/events.ts';
 import { toIso } from '../../core/time.ts';
 import { deviceView, licenseChangesView, licenseView } from '../licenses/schemas.ts';
-import type { License } from '../licenses/types.ts';
+import type { Device, License } from '../licenses/types.ts';
 import { purchaseSnapshotView } from '../payments/schemas.ts';
 
-/** The license as the event left it, with its devices (read in the event's unit). */
-export type LicenseLookup = (snapshot: LicenseSnapshot) => Promise<License>;
+/**
+ * A webhook body lists at most this many devices (a license's active devices, or those a reset
+ * removed), with the full count beside them: a license may hold 100,000 devices, and every
+ * activation's body listing them all made activation cost and delivery size grow with the license.
+ */
+export const WEBHOOK_DEVICES_MAX = 100;
 
-const fromSnapshot = (l: LicenseSnapshot): License => ({
+/** Up to `limit` of the license's active devices after the event, and how many it has (read in the event's unit). */
+export type DevicesLookup = (license: LicenseSnapshot, limit: number) => Promise<{ devices: Device[]; count: number }>;
+
+const fromSnapshot = (l: LicenseSnapshot, activeDevices: Device[]): License => ({
   key: l.key,
   userId: l.accountId,
   productId: l.productId,
@@ -18,35 +25,46 @@ const fromSnapshot = (l: LicenseSnapshot): License => ({
   email: l.email,
   maxDevices: l.maxDevices,
   createdAt: l.createdAt,
-  activeDevices: [],
+  activeDevices,
 });
+
+/** The license in the server API's shape, its devices capped, and `activeDeviceCount`. */
+async function licenseData(snapshot: LicenseSnapshot, devicesOf: DevicesLookup) {
+  const { devices, count } = await devicesOf(snapshot, WEBHOOK_DEVICES_MAX);
+  return { ...licenseView(fromSnapshot(snapshot, devices)), activeDeviceCount: count };
+}
 
 /**
  * THE serialization of an event into a webhook body, `{id, type, createdAt, data}`: one switch on
  * the event type, so each type's `data` is decided here and nowhere else. `data.license` is the
- * license in the server API's shape (GET /api/v1/licenses) after the change; device events add
- * the device, a reset the devices removed, an update the fields changed. A deleted license is
- * shown as it was, with no devices. Purchase events carry the purchase as the purchases API shows it
- * (a refund or dispute adds its `reason`).
+ * license in the server API's shape (GET /api/v1/licenses) after the change, with at most
+ * WEBHOOK_DEVICES_MAX of its devices and `activeDeviceCount`; device events add the device, a reset
+ * the devices removed (capped the same, with `deviceCount`), an update the fields changed. A deleted
+ * license is shown as it was, with no devices. Purchase events carry the purchase as the purchases
+ * API shows it (a refund or dispute adds its `reason`).
  */
-export async function webhookBody(event: DomainEvent, eventId: string, licenseOf: LicenseLookup): Promise<string> {
+export async function webhookBody(event: DomainEvent, eventId: string, devicesOf: DevicesLookup): Promise<string> {
   let data: Record<string, unknown>;
   switch (event.type) {
     case 'license.created':
-      data = { license: licenseView(await licenseOf(event.license)) };
+      data = { license: await licenseData(event.license, devicesOf) };
       break;
     case 'license.updated':
-      data = { license: licenseView(await licenseOf(event.license)), changes: licenseChangesView(event.changes) };
+      data = { license: await licenseData(event.license, devicesOf), changes: licenseChangesView(event.changes) };
       break;
     case 'license.deleted':
-      data = { license: licenseView(fromSnapshot(event.license)) };
+      data = { license: { ...licenseView(fromSnapshot(event.license, [])), activeDeviceCount: 0 } };
       break;
     case 'device.activated':
     case 'device.removed':
-      data = { license: licenseView(await licenseOf(event.license)), device: deviceView(event.device) };
+      data = { license: await licenseData(event.license, devicesOf), device: deviceView(event.device) };
       break;
     case 'devices.reset':
-      data = { license: licenseView(await licenseOf(event.license)), devices: event.devices.map(deviceView) };
+      data = {
+        license: await licenseData(event.license, devicesOf),
+        devices: event.devices.slice(0, WEBHOOK_DEVICES_MAX).map(deviceView),
+        deviceCount: event.devices.length,
+      };
       break;
     case 'purchase.completed':
       data = { purchase: purchaseSnapshotView(event.purchase) };

@@ -147,8 +147,7 @@ export class WebhookService {
     const endpoints = (await this.repo.eventEndpoints(unit, accountId)).filter((e) => subscribed(e.events, event.type));
     if (endpoints.length === 0) return;
     const eventId = newEventId();
-    const principal: Principal = { accountId, actor: event.actor };
-    const body = await webhookBody(event, eventId, (license) => this.licenses.get(principal, license.key, unit));
+    const body = await webhookBody(event, eventId, (license, limit) => this.licenses.someDevices(unit, license.key, limit));
     const createdAt = this.clock();
     const deliveryTo = (endpointId: string): NewDelivery => ({ id: newDeliveryId(createdAt), endpointId, accountId, eventId, eventType: event.type, body, createdAt });
     const enabled = endpoints.filter((e) => e.enabled);

@@ -238,6 +238,48 @@ forEachStore('dashboard screens', (kind) => {
     });
   });
 
+  describe('license devices', () => {
+    it('lists a license\'s devices 100 a page in activation order, with the count and a pager', async () => {
+      const t = await createTenant(ctx);
+      const p = await createProduct(ctx, t);
+      const license = await createLicense(ctx, t, p.id, { maxDevices: 300 });
+      const ids = Array.from({ length: 205 }, (_, i) => `device-${String(i).padStart(3, '0')}`);
+      for (const identifier of ids) await ctx.services.licenses.publicActivate(license.key, p.id, { identifier, name: `Name ${identifier}` });
+      const browser = await signIn(ctx, t.email);
+      const page = `/dashboard/licenses/${license.key}`;
+      const devicesOn = async (url: string) => {
+        const res = await browser.request('GET', url);
+        expect(res.status, url).toBe(200);
+        const section = res.body.slice(res.body.indexOf('id="devices-title"'), res.body.indexOf('id="edit-title"'));
+        return { body: res.body, section, ids: [...section.matchAll(/<tr><td>[^<]*<\/td><td><code>([^<]+)<\/code>/g)].map((m) => m[1]) };
+      };
+      const first = await devicesOn(page);
+      expect(first.ids).toEqual(ids.slice(0, 100));
+      expect(first.body).toContain('<div><dt>Devices</dt><dd>205 of 300</dd></div>');
+      expect(first.section).toContain('Devices 1 to 100 of 205 · page 1 of 3');
+      expect(first.section).toContain(`href="${page}?devicesPage=2#devices-title">Next`);
+      expect(first.section).not.toContain('rel="prev"');
+      expect((await devicesOn(`${page}?devicesPage=2`)).ids).toEqual(ids.slice(100, 200));
+      const last = await devicesOn(`${page}?devicesPage=3`);
+      expect(last.ids).toEqual(ids.slice(200));
+      expect(last.section).toContain('Devices 201 to 205 of 205 · page 3 of 3');
+      expect(last.section).toContain(`href="${page}?devicesPage=2#devices-title">Previous`);
+      expect(last.section).not.toContain('rel="next"');
+      const past = await devicesOn(`${page}?devicesPage=9`);
+      expect(past.ids).toEqual([]);
+      expect(past.section).toContain('No devices on page 9');
+      expect(past.section).toContain(`href="${page}?devicesPage=3#devices-title">Previous`);
+      expect((await devicesOn(`${page}?devicesPage=nope`)).ids).toEqual(ids.slice(0, 100));
+      expect((await devicesOn(`${page}?devicesPage=0`)).ids).toEqual(ids.slice(0, 100));
+      // A license whose devices fit one page shows no pager.
+      const small = await createLicense(ctx, t, p.id);
+      await ctx.services.licenses.publicActivate(small.key, p.id, { identifier: 'only', name: 'Only' });
+      const one = await devicesOn(`/dashboard/licenses/${small.key}`);
+      expect(one.ids).toEqual(['only']);
+      expect(one.section).not.toContain('class="pager"');
+    });
+  });
+
   describe('license audit log', () => {
     it("shows the license's changes newest first with their type, actor, changes and time; another account gets a 404", async () => {
       const t = await createTenant(ctx);

@@ -17,6 +17,7 @@ import type {
   LicenseRecord,
   LicenseRepository,
   LicenseSummary,
+  LicenseWithDevicePage,
   LockedLicense,
   SearchPosition,
   ValidationRow,
@@ -258,6 +259,17 @@ export class SqlLicenseRepository implements LicenseRepository {
 
   getOwned(accountId: string, key: string, unit?: Unit): Promise<License | undefined> {
     return readLicense(readerOf(this.store, unit), this.q, key, accountId);
+  }
+
+  async getOwnedWithDevicePage(accountId: string, key: string, offset: number, limit: number): Promise<LicenseWithDevicePage | undefined> {
+    const row = await this.store.read.first(this.q.licenseOwned.bind({ key, account: accountId }));
+    if (!row) return undefined;
+    const rows = await this.store.read.all(
+      this.db.selectFrom('devices').select(DEVICE_COLUMNS).where('license_key', '=', key).orderBy('activation_date').orderBy('identifier').limit(limit).offset(offset),
+    );
+    const complete = offset === 0 && rows.length < limit;
+    const total = complete ? rows.length : Number((await this.store.read.first(this.q.deviceCount.bind({ key })))!.n);
+    return { license: toRecord(row), devices: rows.map(toDevice), total };
   }
 
   async getOwnedWithFallback(accountId: string, key: string): Promise<{ license: License; fallbackEnabled: boolean } | undefined> {

@@ -23,6 +23,7 @@ import type {
   LicenseRepository,
   LicenseSummary,
   LicenseType,
+  LicenseWithDevicePage,
   LockedLicense,
   SearchPosition,
 } from './types.ts';
@@ -322,6 +323,13 @@ export class LicenseService {
     const license = await this.repo.getOwned(principal.accountId, normalizeLicenseKey(key), unit);
     if (!license) throw notFound('License');
     return license;
+  }
+
+  /** The license with one page of its devices (an operator's view of a license that may hold 100,000). */
+  async getWithDevicePage(principal: Principal, key: string, page: { offset: number; limit: number }): Promise<LicenseWithDevicePage> {
+    const found = await this.repo.getOwnedWithDevicePage(principal.accountId, normalizeLicenseKey(key), page.offset, page.limit);
+    if (!found) throw notFound('License');
+    return found;
   }
 
   /**

@@ -84,6 +84,13 @@ export type LicenseFields = Partial<Omit<LicenseRecord, 'key' | 'userId' | 'prod
  * Storage of licenses and devices. Writes run inside a unit of work; reads take the caller's
  * unit when they are part of one. Every account-scoped read filters by the account in SQL.
  */
+/** A license with one page of its devices, and how many devices it has in all. */
+export interface LicenseWithDevicePage {
+  license: LicenseRecord;
+  devices: Device[];
+  total: number;
+}
+
 export interface LicenseRepository {
   insert(unit: Unit, license: LicenseRecord): Promise<void>;
   /** Inserts licenses with their devices in few statements (the import's batches). */
@@ -92,6 +99,8 @@ export interface LicenseRepository {
   ownersOf(keys: string[], unit?: Unit): Promise<Map<string, string>>;
   /** The account's license with its devices. */
   getOwned(accountId: string, key: string, unit?: Unit): Promise<License | undefined>;
+  /** The account's license with one page of its devices (in the API's order) and how many it has. */
+  getOwnedWithDevicePage(accountId: string, key: string, offset: number, limit: number): Promise<LicenseWithDevicePage | undefined>;
   /** The account's license with its devices and its product's fallback flag (server validate's one read of the product). */
   getOwnedWithFallback(accountId: string, key: string): Promise<{ license: License; fallbackEnabled: boolean } | undefined>;
   /** The public hot path: license, product fallback flag and asking device in one statement. */

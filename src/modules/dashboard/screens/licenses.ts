@@ -7,7 +7,7 @@ import { html, type SafeHtml } from '../../../http/html.ts';
 import type { Notice } from '../../../http/web/notice.ts';
 import { CreateLicenseBody, UpdateLicenseBody } from '../../licenses/schemas.ts';
 import type { LicenseSearchQuery } from '../../licenses/service.ts';
-import type { License, LicenseRecord } from '../../licenses/types.ts';
+import type { LicenseRecord } from '../../licenses/types.ts';
 import type { Product } from '../../products/service.ts';
 import { checked, fieldErrors, nullable, parseWith, whole } from '../forms.ts';
 import { auditSection } from './license-audit.ts';
@@ -74,11 +74,30 @@ function licenseBody(f: Record<string, string | undefined>) {
   };
 }
 
+/** A license page lists its devices this many at a time: a license may hold 100,000. */
+const DEVICES_PER_PAGE = 100;
+const pageNumber = (raw: unknown): number => {
+  const n = typeof raw === 'string' && /^[0-9]{1,6}$/.test(raw) ? Number(raw) : 1;
+  return n >= 1 ? n : 1;
+};
+
+/** "Devices 101 to 200 of 5,000", with the pages before and after; nothing when one page holds them all. */
+function devicePager(path: string, page: number, shown: number, total: number): SafeHtml | string {
+  if (page === 1 && shown >= total) return '';
+  const first = (page - 1) * DEVICES_PER_PAGE + 1;
+  const pages = Math.max(1, Math.ceil(total / DEVICES_PER_PAGE));
+  const href = (n: number) => `${path}?devicesPage=${n}#devices-title`;
+  return html`<div class="pager"><p class="hint">${shown === 0 ? `No devices on page ${page}` : `Devices ${first} to ${first + shown - 1} of ${total}`} · page ${page} of ${pages}</p>${
+    page > 1 ? html`<a class="button secondary" rel="prev" href="${href(Math.min(page - 1, pages))}">Previous</a>` : ''
+  }${page < pages ? html`<a class="button secondary" rel="next" href="${href(page + 1)}">Next</a>` : ''}</div>`;
+}
+
 const dateValue = (ms: number | null) => (ms === null ? '' : new Date(ms).toISOString().slice(0, 10));
 
 async function licensePage(req: FastifyRequest, reply: FastifyReply, services: Services, key: string, o: { status?: number; form?: FormState; notice?: Notice } = {}) {
   const { principal, viewer } = req.dashboard;
-  const l: License = await services.licenses.get(principal, key);
+  const devicePage = pageNumber((req.query as { devicesPage?: unknown } | undefined)?.devicesPage);
+  const { license: l, devices: shown, total } = await services.licenses.getWithDevicePage(principal, key, { offset: (devicePage - 1) * DEVICES_PER_PAGE, limit: DEVICES_PER_PAGE });
   const product = await services.products.get(principal, l.productId);
   const status = licenseStatus(l, product.fallbackEnabled, services.clock());
   const p = path(l.key);
@@ -86,16 +105,16 @@ async function licensePage(req: FastifyRequest, reply: FastifyReply, services: S
     l.email ? actionButton(viewer, `${p}/send-email`, 'Resend purchase e-mail', 'secondary') : ''
   }${actionButton(viewer, `${p}/delete`, 'Delete…', 'danger')}`;
   const devices =
-    l.activeDevices.length === 0
+    total === 0
       ? html`<p class="hint">No device has activated this license yet.</p>`
       : html`${table(
           'Devices',
           ['Name', 'Identifier', 'Activated', { text: 'Action', className: 'num' }],
-          l.activeDevices.map(
+          shown.map(
             (d) =>
               html`<tr><td>${d.name}</td><td><code>${d.identifier}</code></td><td>${when(d.activationDate)}</td><td class="num">${actionButton(viewer, `${p}/devices/remove`, `Remove ${d.name}…`, 'secondary small', { device: d.identifier })}</td></tr>`,
           ),
-        )}<div class="form-foot">${actionButton(viewer, `${p}/devices/reset`, 'Reset all devices…', 'secondary')}</div>`;
+        )}${devicePager(p, devicePage, shown.length, total)}<div class="form-foot">${actionButton(viewer, `${p}/devices/reset`, 'Reset all devices…', 'secondary')}</div>`;
   const auditCursor = (req.query as { auditCursor?: unknown } | undefined)?.auditCursor;
   const audit = await auditSection(services, principal, viewer.email, l.key, p, typeof auditCursor === 'string' ? auditCursor.slice(0, 512) : undefined);
   const form =
@@ -116,7 +135,7 @@ async function licensePage(req: FastifyRequest, reply: FastifyReply, services: S
 <div><dt>Product</dt><dd><a href="/dashboard/products/${product.id}">${product.name}</a></dd></div>
 <div><dt>Customer</dt><dd>${l.email ?? 'No e-mail'}</dd></div>
 <div><dt>Expires</dt><dd>${when(l.expiresAt)}</dd></div>
-<div><dt>Devices</dt><dd>${l.activeDevices.length} of ${l.maxDevices}</dd></div>
+<div><dt>Devices</dt><dd>${total} of ${l.maxDevices}</dd></div>
 <div><dt>Created</dt><dd>${when(l.createdAt)}</dd></div>
 </dl>
 <section class="card spaced" aria-labelledby="devices-title"><h2 id="devices-title">Devices</h2>${devices}</section>

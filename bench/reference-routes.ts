@@ -1,11 +1,11 @@
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { Kysely, SqliteDialect } from 'kysely';
 import { licenseStatements } from '../src/modules/licenses/repository.ts';
 import { PublicLicenseQuery, PublicValidationResult } from '../src/modules/public/schemas.ts';
 import type { Database } from '../src/storage/schema.ts';
 import { SQLITE_MMAP_DEFAULT } from '../src/storage/sqlite.ts';
+import { openSqlite } from '../src/storage/sqlite-binding.ts';
 
 /**
  * Two reference routes that show how far public validate can go on this machine, measured with the
@@ -13,10 +13,10 @@ import { SQLITE_MMAP_DEFAULT } from '../src/storage/sqlite.ts';
  * - `POST /reference/answer`: the service route's body and response schemas, and nothing behind
  *   them (a fixed valid answer). Fastify's cost for this POST; the service can only be slower.
  * - `POST /reference/lookup`: the same plus the service's own validation statement, run directly
- *   on better-sqlite3: one indexed lookup with none of the service's layers around it.
+ *   on SQLite's binding: one indexed lookup with none of the service's layers around it.
  */
 export function addReferenceRoutes(app: FastifyInstance, dataDir: string): void {
-  const conn = new BetterSqlite3(join(dataDir, 'tessera.db'), { readonly: true });
+  const conn = openSqlite(join(dataDir, 'tessera.db'), { readonly: true });
   conn.pragma('cache_size = -16384'); // as the service's store
   conn.pragma(`mmap_size = ${SQLITE_MMAP_DEFAULT}`);
   const validation = licenseStatements({ db: new Kysely<Database>({ dialect: new SqliteDialect({ database: conn }) }), lockRows: false }).validation;

@@ -1,12 +1,10 @@
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import { AppError } from '../core/errors.ts';
 import { migrations } from './migrations/index.ts';
+import { onlineBackup, openSqlite, type SqliteConnection } from './sqlite-binding.ts';
 
 export const DATABASE_FILE = 'tessera.db';
-/** Pages per backup step: all of them (better-sqlite3 takes no "-1"), so one step copies one snapshot. */
-const ALL_PAGES = 0x7fffffff;
 
 /** What a backup or restore did, printed by the CLI. */
 export interface BackupResult {
@@ -21,9 +19,9 @@ export interface BackupResult {
  * passes, it has the migration table, and every migration it records is one this version knows.
  */
 function verify(file: string): string {
-  let conn: BetterSqlite3.Database;
+  let conn: SqliteConnection;
   try {
-    conn = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
+    conn = openSqlite(file, { readonly: true, fileMustExist: true });
   } catch (error) {
     throw new AppError('invalid_request', `${file} cannot be opened as a database: ${(error as Error).message}`);
   }
@@ -56,10 +54,10 @@ export async function backupSqlite(dataDir: string, to: string): Promise<BackupR
   const target = resolve(to);
   if (existsSync(target)) throw new AppError('invalid_request', `${target} exists; choose a new file.`);
   const partial = `${target}.partial`;
-  const conn = new BetterSqlite3(source, { fileMustExist: true });
+  const conn = openSqlite(source, { fileMustExist: true });
   try {
     conn.pragma('busy_timeout = 5000');
-    await conn.backup(partial, { progress: () => ALL_PAGES });
+    await onlineBackup(conn, partial);
   } catch (error) {
     rmSync(partial, { force: true });
     throw error;
@@ -81,7 +79,7 @@ export async function restoreSqlite(dataDir: string, from: string): Promise<Back
   const migration = verify(source);
   const target = join(dataDir, DATABASE_FILE);
   if (existsSync(target)) {
-    const conn = new BetterSqlite3(target, { fileMustExist: true });
+    const conn = openSqlite(target, { fileMustExist: true });
     try {
       conn.pragma('busy_timeout = 0');
       const mode = conn.pragma('journal_mode = DELETE', { simple: true });
@@ -92,9 +90,9 @@ export async function restoreSqlite(dataDir: string, from: string): Promise<Back
       conn.close();
     }
   }
-  const backup = new BetterSqlite3(source, { readonly: true, fileMustExist: true });
+  const backup = openSqlite(source, { readonly: true, fileMustExist: true });
   try {
-    await backup.backup(target, { progress: () => ALL_PAGES });
+    await onlineBackup(backup, target);
   } finally {
     backup.close();
   }

@@ -1,6 +1,6 @@
 import { chmodSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
+import { openSqlite } from './sqlite-binding.ts';
 
 /** Files under DATA_DIR are the owner's alone: they hold license keys, addresses, secrets and queued links. */
 export const FILE_MODE = 0o600;
@@ -43,7 +43,7 @@ export interface DataDirLock {
  */
 export function lockDataDir(dataDir: string): DataDirLock {
   const file = join(dataDir, '.lock');
-  const conn = new BetterSqlite3(file, { timeout: 0 });
+  const conn = openSqlite(file, { timeout: 0 });
   try {
     conn.pragma('locking_mode = EXCLUSIVE');
     conn.exec('BEGIN EXCLUSIVE');

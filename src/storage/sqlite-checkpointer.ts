@@ -1,6 +1,6 @@
-import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { betterSqlitePath, bindingName } from './sqlite-binding.ts';
 
 /** What `PRAGMA wal_checkpoint` reports: frames in the WAL, and how many of them are in the database file. */
 export interface CheckpointResult {
@@ -15,20 +15,35 @@ export interface CheckpointResult {
  * SQLite sync the WAL before copying its frames and the database file after, as it would on the
  * writer's own connection; the WAL is not restarted over frames until their copy is on disk.
  * Plain JavaScript evaluated in the worker, so the same code runs from `dist/`, under tsx and under
- * the test runner; better-sqlite3 is passed by its resolved path. Each checkpoint, done or failed,
+ * the test runner; it opens the store's binding (sqlite-binding.ts), better-sqlite3 by its resolved path. Each checkpoint, done or failed,
  * also counts itself in a shared counter, which the event loop can wait on (`Checkpointer.hurry`).
  * In the background the thread lowers its own priority: on Linux, setpriority on "this process"
  * (0) applies to the calling thread alone; elsewhere it would slow the whole process, so it is not done.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.driver);
-const db = new Database(workerData.file, { fileMustExist: true });
-db.pragma('busy_timeout = 1000');
-db.pragma('synchronous = NORMAL');
-db.pragma('mmap_size = 0');
-db.pragma('wal_autocheckpoint = 0');
-const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+let checkpoint, close;
+if (workerData.binding === 'node:sqlite') {
+  const emit = process.emitWarning;
+  process.emitWarning = (warning, ...rest) => String(warning).startsWith('SQLite is an experimental feature') || emit.call(process, warning, ...rest);
+  const { DatabaseSync } = require('node:sqlite');
+  process.emitWarning = emit;
+  const db = new DatabaseSync(workerData.file, { timeout: 1000 });
+  db.exec('PRAGMA synchronous = NORMAL; PRAGMA mmap_size = 0; PRAGMA wal_autocheckpoint = 0');
+  const statement = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+  checkpoint = () => ({ ...statement.get() });
+  close = () => db.close();
+} else {
+  const Database = require(workerData.driver);
+  const db = new Database(workerData.file, { fileMustExist: true });
+  db.pragma('busy_timeout = 1000');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('mmap_size = 0');
+  db.pragma('wal_autocheckpoint = 0');
+  const statement = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+  checkpoint = () => statement.get();
+  close = () => db.close();
+}
 const finished = new Int32Array(workerData.finished);
 if (workerData.background && process.platform === 'linux') {
   try {
@@ -39,13 +54,13 @@ if (workerData.background && process.platform === 'linux') {
 }
 parentPort.on('message', (message) => {
   if (message === 'close') {
-    db.close();
+    close();
     parentPort.close();
     return;
   }
   let reply;
   try {
-    reply = { ok: true, result: checkpoint.get() };
+    reply = { ok: true, result: checkpoint() };
   } catch (error) {
     reply = { ok: false, error: String(error && error.message || error) };
   }
@@ -93,8 +108,8 @@ export class Checkpointer {
 
   constructor(file: string, options: CheckpointerOptions = {}) {
     this.sharedCore = options.sharedCore ?? availableParallelism() === 1;
-    const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-    const workerData = { file, driver, finished: this.finished.buffer, background: this.sharedCore };
+    const driver = bindingName === 'better-sqlite3' ? betterSqlitePath() : undefined;
+    const workerData = { file, binding: bindingName, driver, finished: this.finished.buffer, background: this.sharedCore };
     this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData });
     // Never keeps the process alive by itself; close() ends it with the store.
     this.worker.unref();

@@ -1,11 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { migrateToLatest } from './migrations/index.ts';
 import type { Database } from './schema.ts';
 import { type Executor, type Statement, type Store, toSqlQuery, UnitMisuseError, type WriteOptions } from './store.ts';
 import { Checkpointer } from './sqlite-checkpointer.ts';
+import { openSqlite, type SqliteConnection, type SqliteStatement } from './sqlite-binding.ts';
 import { WalSync } from './wal-sync.ts';
 import { type Cacheable, StatementCache, type StatementCacheStats } from './statement-cache.ts';
 
@@ -45,12 +45,12 @@ const STALL_MESSAGE =
   'joining this one, network or file I/O, or a timer. Do that before opening the unit, or pass the unit on.';
 
 /**
- * A prepared statement. Readers return raw arrays that `row` turns into objects: better-sqlite3
- * builds each row object property by property in C++, which costs more than the query itself
+ * A prepared statement. Readers return raw arrays that `row` turns into objects: the bindings
+ * build each row object property by property in C++, which costs more than the query itself
  * on the hot paths.
  */
 interface CachedStatement extends Cacheable {
-  stmt: BetterSqlite3.Statement;
+  stmt: SqliteStatement;
   row: ((values: unknown[]) => unknown) | null;
   /** Writes nothing: may run in the shared read transaction. */
   readonly: boolean;
@@ -120,7 +120,7 @@ class UnitExecutor implements Executor {
 }
 
 /**
- * The embedded store: one better-sqlite3 connection in WAL mode, and an acknowledged write survives
+ * The embedded store: one SQLite connection (sqlite-binding.ts) in WAL mode, and an acknowledged write survives
  * power loss. Writes are group-committed: every unit of work queued while the previous batch and
  * its fsync ran is executed in one transaction (a savepoint each, so one failing unit rolls back
  * alone) and made durable by an fsync before any of them is answered. The fsync runs off the main
@@ -133,7 +133,7 @@ export class SqliteStore implements Store {
   readonly lockRows = false;
   readonly db: Kysely<Database>;
   readonly read: Executor;
-  private readonly conn: BetterSqlite3.Database;
+  private readonly conn: SqliteConnection;
   /** Set once open: commits are then synced by it (synchronous=NORMAL); before that, by SQLite (FULL). */
   private sync: WalSync | undefined;
   /** Set once open: checkpoints run on its worker (wal_autocheckpoint=0); before that, SQLite's own. */
@@ -156,7 +156,7 @@ export class SqliteStore implements Store {
   private runningUnit: UnitExecutor | undefined;
   private stallWatch: NodeJS.Immediate | undefined;
   /** Transaction control, prepared once: `exec` would parse the text again for every unit and turn. */
-  private readonly tx: Record<'beginWrite' | 'beginRead' | 'savepoint' | 'rollbackTo' | 'release' | 'commit' | 'rollback', BetterSqlite3.Statement>;
+  private readonly tx: Record<'beginWrite' | 'beginRead' | 'savepoint' | 'rollbackTo' | 'release' | 'commit' | 'rollback', SqliteStatement>;
 
   private constructor(
     private readonly file: string,
@@ -164,7 +164,7 @@ export class SqliteStore implements Store {
     private readonly checkpointEveryMs: number,
     private readonly walLimitFrames: number,
   ) {
-    this.conn = new BetterSqlite3(file);
+    this.conn = openSqlite(file);
     this.conn.pragma('journal_mode = WAL');
     this.conn.pragma('synchronous = FULL');
     this.conn.pragma('foreign_keys = ON');
@@ -406,12 +406,12 @@ export class SqliteStore implements Store {
     this.tx.commit.run();
   };
 
-  // better-sqlite3 is synchronous; executors wrap results so repositories are store-agnostic.
+  // SQLite's bindings are synchronous; executors wrap results so repositories are store-agnostic.
   // Not part of Store: for this store's own executors (the read executor and UnitExecutor).
   runAll<R>(query: Statement<R>): R[] {
     const { sql, parameters } = toSqlQuery(query);
     const { stmt, row, readonly } = this.ready(sql);
-    // better-sqlite3 binds an array's items as the positional parameters.
+    // An array's items are the positional parameters (SqliteStatement).
     const rows = row ? ((stmt.all(parameters) as unknown[][]).map(row) as R[]) : [];
     if (!row) stmt.run(parameters);
     if (!readonly) this.syncAutocommit();

@@ -1,12 +1,12 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postJson, runCli, startServer } from '../support/server-process.ts';
+import { openSqlite } from '../../src/storage/sqlite-binding.ts';
 
 const keysIn = (file: string) => {
-  const conn = new BetterSqlite3(file, { readonly: true });
+  const conn = openSqlite(file, { readonly: true });
   try {
     return new Set((conn.prepare('select key from licenses').all() as { key: string }[]).map((r) => r.key));
   } finally {
@@ -85,7 +85,9 @@ describe('SQLite backup and restore (CLI)', () => {
     expect(JSON.parse(notDb.stderr).error.code).toBe('invalid_request');
 
     const otherDb = join(dir, 'other.db');
-    new BetterSqlite3(otherDb).exec('create table t (x)').close();
+    const conn = openSqlite(otherDb);
+    conn.exec('create table t (x)');
+    conn.close();
     const other = await runCli(env, ['restore', '--from', otherDb]);
     expect(other.code).toBe(1);
     expect(other.stderr).toContain('not a Tessera database');

@@ -1,11 +1,11 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../src/storage/sqlite.ts';
 import { useTempDirs } from '../support/temp-dirs.ts';
 import { waitFor } from '../support/wait.ts';
+import { openSqlite } from '../../src/storage/sqlite-binding.ts';
 
 const tempDir = useTempDirs('tessera-checkpoint-');
 
@@ -43,7 +43,7 @@ describe('SQLite checkpoints', () => {
     await store.close();
 
     // Another connection reads every row back from the database the checkpoints wrote.
-    const db = new BetterSqlite3(join(dir, 'tessera.db'), { readonly: true });
+    const db = openSqlite(join(dir, 'tessera.db'), { readonly: true });
     expect(db.prepare('select count(*) as n from filler').get()).toEqual({ n: 1000 });
     db.close();
   });
@@ -90,7 +90,7 @@ describe('SQLite checkpoints', () => {
     const store = await openWithFiller(dir, {});
     await writeRows(store, 0, 300);
     await store.close();
-    const db = new BetterSqlite3(join(dir, 'tessera.db'), { readonly: true });
+    const db = openSqlite(join(dir, 'tessera.db'), { readonly: true });
     expect(db.prepare('select count(*) as n from filler').get()).toEqual({ n: 300 });
     db.close();
   });

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe } from 'vitest';
@@ -10,6 +9,7 @@ import { EventBus } from '../../src/core/unit-of-work.ts';
 import { openStore, type Store } from '../../src/storage/index.ts';
 import { migrateToLatest } from '../../src/storage/migrations/index.ts';
 import { StoreUnits } from '../../src/storage/unit-of-work.ts';
+import { openSqlite } from '../../src/storage/sqlite-binding.ts';
 
 export type StoreKind = 'sqlite' | 'postgres';
 
@@ -77,7 +77,7 @@ export async function createTestDatabase(kind: StoreKind): Promise<TestDatabase>
  */
 export function rawKysely(kind: StoreKind, database: TestDatabase): Kysely<any> {
   return kind === 'sqlite'
-    ? new Kysely({ dialect: new SqliteDialect({ database: new BetterSqlite3(join(database.env.DATA_DIR, 'tessera.db')) }) })
+    ? new Kysely({ dialect: new SqliteDialect({ database: openSqlite(join(database.env.DATA_DIR, 'tessera.db')) }) })
     : new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.env.DATABASE_URL }) }) });
 }
 

@@ -138,7 +138,7 @@ async function metricsHookCost(dataDir: string): Promise<number> {
 
 async function main(): Promise<void> {
   for (const dir of flags.base ? [flags.base, '.'] : ['.']) {
-    if (spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit', cwd: dir }).status !== 0) throw new Error(`build failed in ${dir}`);
+    if (spawnSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit', cwd: dir }).status !== 0) throw new Error(`build failed in ${dir}`);
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'tessera-bench-ops-'));
   const redis = new Redis(flags.redis);

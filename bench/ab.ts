@@ -71,7 +71,7 @@ try {
           const ctx = { store: databaseUrl ? ('postgres' as const) : ('sqlite' as const), baseUrl: child.baseUrl, fixture };
           await scenario.prepare?.(ctx);
           const rate = flags.paced ? scenario.pacedRate : undefined;
-          const r = await measure(child, scenario.request(ctx), rate ? { ...load, rate } : load);
+          const r = await measure(child, scenario.request(ctx), { ...load, rate, distinct: scenario.distinct });
           const key = `${scenario.name} | ${tree.name}`;
           results.set(key, [...(results.get(key) ?? []), r.cpuPerRequestUs]);
           console.log(`round ${round} ${tree.name} ${scenario.name}: ${Math.round(r.rps)} req/s, ${r.cpuPerRequestUs.toFixed(1)} µs/req, p50 ${r.p50} ms, p99 ${r.p99} ms, CPU ${Math.round(r.cpuPercent)}%, anon ${Math.round(r.anonMiB)} MiB`);

@@ -40,11 +40,13 @@ function statusField(pid: number, field: string): number {
 // Clock ticks per second for /proc/<pid>/stat (USER_HZ, 100 on Linux).
 const TICKS = 100;
 
-function cpuSeconds(pid: number): number {
+/** CPU seconds of a process; with `children`, plus those of its children it has waited for (wrk). */
+export function cpuSeconds(pid: number, children = false): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the parenthesized command name: utime and stime are the 12th and 13th.
+  // Fields after the parenthesized command name: utime and stime are the 12th and 13th, cutime and cstime the 14th and 15th.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICKS;
+  const own = Number(fields[11]) + Number(fields[12]);
+  return (children ? own + Number(fields[13]) + Number(fields[14]) : own) / TICKS;
 }
 
 async function waitReady(url: string, child: ChildProcess, output: () => string): Promise<void> {

@@ -33,6 +33,8 @@ export interface Scenario {
    * ("p99 under 100 ms at 300/s") is read there, not at saturation, where latency is only queueing.
    */
   pacedRate?: number;
+  /** Every request must be new (a device, a purchase): a replayed one would measure something else. */
+  distinct?: boolean;
 }
 
 const json = { 'content-type': 'application/json' };
@@ -82,6 +84,7 @@ export const scenarios: Scenario[] = [
   {
     // A new device on a random license with room: every request writes (durably) and answers 200.
     name: 'public activate',
+    distinct: true,
     request: ({ fixture: { keys, productId } }) => ({
       method: 'POST',
       path: '/api/v1/public/licenses/activate',

@@ -29,6 +29,7 @@ export const tokenScenarios: Scenario[] = [
   {
     // Like "public activate" (a new device, a durable write), plus signing the token.
     name: 'public activate + token',
+    distinct: true,
     prepare: enableTokens,
     request: ({ fixture: { keys, productId } }) => ({
       method: 'POST',

@@ -27,14 +27,44 @@ export interface TokenSubject {
 
 const seconds = (ms: number): number => Math.floor(ms / 1000);
 
+/** Bytes of each of r and s in a P-256 signature. */
+const P256_HALF = 32;
+
+/**
+ * A DER ECDSA signature (SEQUENCE of two INTEGERs) as JWS wants it: r and s, 32 bytes each, left-padded.
+ * node:crypto converts to this itself (`dsaEncoding: 'ieee-p1363'`), but on Node 24 that doubles the
+ * signature's cost (36-39 µs against 18 for DER, OpenSSL 3.5.8; the same 18 on Node 20 and 22).
+ */
+export function derToJose(der: Buffer): Buffer {
+  const out = Buffer.alloc(2 * P256_HALF);
+  // SEQUENCE, its length (under 128 for P-256: one byte), then the INTEGERs r and s.
+  if (der[0] !== 0x30 || der[1] !== der.length - 2) throw new Error('not a DER ECDSA signature');
+  let at = 2;
+  for (let half = 0; half < 2; half++) {
+    const length = der[at + 1]!;
+    if (der[at] !== 0x02 || length === 0 || at + 2 + length > der.length) throw new Error('not a DER ECDSA signature');
+    let start = at + 2;
+    let size = length;
+    // A leading zero keeps a high-bit integer positive in DER; it is no part of the value.
+    while (size > P256_HALF && der[start] === 0) {
+      start++;
+      size--;
+    }
+    if (size > P256_HALF) throw new Error('not a P-256 signature');
+    der.copy(out, half * P256_HALF + P256_HALF - size, start, start + size);
+    at += 2 + length;
+  }
+  if (at !== der.length) throw new Error('not a DER ECDSA signature');
+  return out;
+}
+
 /**
  * Signs ES256 JWTs with one product's key. Built once per key (the PEM is parsed and the header
  * encoded here), so signing a token costs one JSON.stringify and one ECDSA signature: jose's
  * SignJWT would re-validate and re-encode everything per call at about a third of the speed.
  */
 export class TokenSigner {
-  /** The key and its signature format, as node:crypto's sign takes them: one object for every token. */
-  private readonly signKey: { key: KeyObject; dsaEncoding: 'ieee-p1363' };
+  private readonly key: KeyObject;
   private readonly encodedHeader: string;
 
   constructor(
@@ -42,8 +72,7 @@ export class TokenSigner {
     readonly keyId: string,
     readonly validitySeconds: number,
   ) {
-    // JWS wants the raw r||s signature (IEEE P1363), not DER.
-    this.signKey = { key: createPrivateKey(privateKeyPem), dsaEncoding: 'ieee-p1363' };
+    this.key = createPrivateKey(privateKeyPem);
     this.encodedHeader = Buffer.from(JSON.stringify({ alg: 'ES256', typ: 'JWT', kid: keyId })).toString('base64url');
   }
 
@@ -66,7 +95,8 @@ export class TokenSigner {
     };
     const input = `${this.encodedHeader}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
     // The signing input is base64url text (ASCII): latin1 copies it byte for byte, with no UTF-8 encoding.
-    const signature = sign('sha256', Buffer.from(input, 'latin1'), this.signKey);
+    // JWS wants the raw r||s signature (IEEE P1363): signed as DER, converted here (derToJose).
+    const signature = derToJose(sign('sha256', Buffer.from(input, 'latin1'), this.key));
     return `${input}.${signature.toString('base64url')}`;
   }
 }

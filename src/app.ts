@@ -95,7 +95,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   app.addSchema(LicenseBody);
   app.addSchema(ProductBody);
 
-  const metrics = new Metrics({ store: services.store, outbox: services.outbox });
+  const metrics = new Metrics({ store: services.store, outbox: services.outbox, validationCache: services.validationCache });
   registerMetrics(app, metrics, config.metricsToken);
 
   const limits = config.rateLimit;

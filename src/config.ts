@@ -62,6 +62,8 @@ export interface Config {
   dataDir: string;
   databaseUrl?: string;
   databasePoolSize: number;
+  /** PostgreSQL: validation rows kept in memory per process (VALIDATION_CACHE_ENTRIES; 0 turns the cache off). */
+  validationCacheEntries: number;
   /** SQLite: bytes of the database file read through a memory map (SQLITE_MMAP_MB). */
   sqliteMmapBytes: number;
   baseUrl: string;
@@ -198,6 +200,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     databaseUrl,
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10),
+    validationCacheEntries: int(env, 'VALIDATION_CACHE_ENTRIES', 100_000, 0),
     sqliteMmapBytes: int(env, 'SQLITE_MMAP_MB', 1024, 0) * 1024 * 1024,
     baseUrl: (env.BASE_URL || `http://${host === '0.0.0.0' ? 'localhost' : host}:${port}`).replace(/\/+$/, ''),
     secretKey: secretKey(env, dataDir),

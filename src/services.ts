@@ -53,6 +53,8 @@ export interface ServiceOptions {
   webhooks?: WebhookConfig;
   /** config.auditRetentionDays. */
   auditRetentionDays?: number;
+  /** config.validationCacheEntries: validation rows kept in memory on PostgreSQL (0: none, the default here). */
+  validationCacheEntries?: number;
 }
 
 const DAY = 24 * 60 * 60_000;
@@ -80,7 +82,9 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const apiKeys = new ApiKeyService(new SqlApiKeyRepository(store), units, onBackgroundError, clock);
   const products = new ProductService(new SqlProductRepository(store), units, clock);
   const purchaseMail = new PurchaseMailer(mail, products, accounts, baseUrl);
-  const licenses = new LicenseService(new SqlLicenseRepository(store), units, products, purchaseMail, clock);
+  const licenseRepository = new SqlLicenseRepository(store, { validationCacheEntries: options.validationCacheEntries });
+  const licenses = new LicenseService(licenseRepository, units, products, purchaseMail, clock);
+  const validationCache = licenseRepository.validationCache;
   products.bindLicenses(licenses);
 
   // In-unit subscribers, in this order: the audit entry, then the webhook deliveries of the change.
@@ -116,7 +120,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   );
   const dashboard = new DashboardAuthService(new SqlDashboardRepository(store), units, accounts, mail, baseUrl, clock);
   const activity = new ActivityService(new SqlActivityRepository(store), units, clock);
-  return { store, clock, units, events, outbox, jobConsumers, housekeeping, audit, webhooks, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, idempotency, dashboard, activity };
+  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, idempotency, dashboard, activity };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, Gauge, type Metric, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ValidationCache } from '../modules/licenses/validation-cache.ts';
 import { AppError } from '../core/errors.ts';
 import type { Outbox } from '../modules/outbox/outbox.ts';
 import type { Store } from '../storage/index.ts';
@@ -47,7 +48,7 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(sources: { store: Store; outbox: Outbox }) {
+  constructor(sources: { store: Store; outbox: Outbox; validationCache?: ValidationCache }) {
     collectDefaultMetrics({ register: this.registry });
     new Gauge({
       name: 'tessera_store_pool',
@@ -68,6 +69,31 @@ export class Metrics {
         for (const { kind, status, count } of await sources.outbox.backlog()) this.set({ kind, status }, count);
       },
     });
+    const cache = sources.validationCache;
+    if (cache) {
+      new Gauge({
+        name: 'tessera_validation_cache_entries',
+        help: 'PostgreSQL: validation rows held in memory (VALIDATION_CACHE_ENTRIES at most).',
+        registers: [this.registry],
+        collect() {
+          this.set(cache.stats().entries);
+        },
+      });
+      const counted = { hit: 0, miss: 0 };
+      new Counter({
+        name: 'tessera_validation_cache_lookups_total',
+        help: 'PostgreSQL: validations and token refreshes by whether their row came from memory (hit) or the database (miss).',
+        labelNames: ['result'],
+        registers: [this.registry],
+        collect() {
+          const { hits, misses } = cache.stats();
+          this.inc({ result: 'hit' }, hits - counted.hit);
+          this.inc({ result: 'miss' }, misses - counted.miss);
+          counted.hit = hits;
+          counted.miss = misses;
+        },
+      });
+    }
     const statements = sources.store.statementCache?.bind(sources.store);
     if (statements) {
       new Gauge({

@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest } from './migrations/index.ts';
+import { PostgresChangeFeed } from './postgres-change-feed.ts';
 import type { Database } from './schema.ts';
 import { type Executor, type Statement, type Store, toSqlQuery, type WriteOptions } from './store.ts';
 
@@ -31,9 +32,12 @@ export class PostgresStore implements Store {
   readonly lockRows = true;
   readonly db: Kysely<Database>;
   readonly read: Executor;
+  /** What other processes (and this one) changed: for caches of license rows (change-feed.ts). */
+  readonly changes: PostgresChangeFeed;
   private readonly pool: pg.Pool;
 
   private constructor(connectionString: string, poolSize: number) {
+    this.changes = new PostgresChangeFeed(connectionString);
     this.pool = new pg.Pool({ connectionString, max: poolSize, types });
     // An idle client that loses its connection must not crash the process.
     this.pool.on('error', () => {});
@@ -55,6 +59,9 @@ export class PostgresStore implements Store {
         await client.query(begin);
         const result = await work(executorFor(client));
         await client.query('COMMIT');
+        // This process's caches hear of what the unit changed before anyone is answered (at once
+        // when nothing listens: the feed connects for its first listener).
+        await this.changes.fence();
         return result;
       } catch (error) {
         await client.query('ROLLBACK').catch(() => {});
@@ -75,6 +82,7 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.changes.close();
     await this.db.destroy(); // ends the pool
   }
 }

@@ -1,4 +1,5 @@
 import type { Compilable, Kysely } from 'kysely';
+import type { ChangeFeed } from './change-feed.ts';
 import type { Database } from './schema.ts';
 import type { StatementCacheStats } from './statement-cache.ts';
 
@@ -57,6 +58,8 @@ export interface Store {
   ping(): Promise<void>;
   /** Connection-pool figures for metrics: PostgreSQL total/idle/waiting, SQLite units queued for the next batch. */
   stats(): Record<string, number>;
+  /** PostgreSQL only: which licenses changed, whichever process changed them (change-feed.ts). */
+  readonly changes?: ChangeFeed;
   /** SQLite only: its prepared-statement cache, for metrics. */
   statementCache?(): StatementCacheStats;
   close(): Promise<void>;

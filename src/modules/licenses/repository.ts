@@ -22,6 +22,7 @@ import type {
   SearchPosition,
   ValidationRow,
 } from './types.ts';
+import { ValidationCache } from './validation-cache.ts';
 
 /**
  * The order a filter pages in, each served by an index of migration 006 so a page reads about
@@ -220,8 +221,16 @@ export class SqlLicenseRepository implements LicenseRepository {
   private readonly q: Statements;
   private readonly someDevicesReads = new Map<number, Prepared<{ key: string }, Pick<DeviceRow, (typeof DEVICE_COLUMNS)[number]>>>();
 
-  constructor(private readonly store: Store) {
+  /** PostgreSQL: validation rows kept between requests (validation-cache.ts); none on SQLite, whose lookups are local. */
+  readonly validationCache: ValidationCache | undefined;
+
+  constructor(
+    private readonly store: Store,
+    options: { validationCacheEntries?: number } = {},
+  ) {
     this.q = licenseStatements(store);
+    const entries = options.validationCacheEntries ?? 0;
+    this.validationCache = store.changes && entries > 0 ? new ValidationCache(store.changes, entries) : undefined;
   }
 
   private get db() {
@@ -279,7 +288,12 @@ export class SqlLicenseRepository implements LicenseRepository {
     return { license: { ...toRecord(row), activeDevices: devices.map(toDevice) }, fallbackEnabled: bool(row.fallback_enabled) };
   }
 
-  async findForValidation(key: string, identifier: string): Promise<ValidationRow | undefined> {
+  findForValidation(key: string, identifier: string): Promise<ValidationRow | undefined> {
+    const cache = this.validationCache;
+    return cache ? cache.read(key, identifier, () => this.readValidation(key, identifier)) : this.readValidation(key, identifier);
+  }
+
+  private async readValidation(key: string, identifier: string): Promise<ValidationRow | undefined> {
     const row = await this.store.read.first(this.q.validation.bind({ key, identifier }));
     if (!row) return undefined;
     return {

@@ -2,9 +2,10 @@
  * `npm run build` (and so `npm start`): src/ to dist/ as JavaScript, one module per source file as
  * tsc laid them out, with source maps. esbuild transpiles and does not type-check: that is
  * `npm run typecheck`'s job, which CI runs (docs/decisions/stack.md, "Build": tsc took 22 s for
- * every first start and 5 s for each later one; this takes well under one).
+ * every first start and 5 s for each later one; this takes well under one). Nothing is built when
+ * dist/ is newer than every source file, this script and the lockfile (`--force` builds anyway).
  */
-import { readdirSync, rmSync } from 'node:fs';
+import { readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 
@@ -12,8 +13,17 @@ const sources = (dir: string): string[] =>
   readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
     entry.isDirectory() ? sources(join(dir, entry.name)) : entry.name.endsWith('.ts') ? [join(dir, entry.name)] : [],
   );
+/** src/ and every folder in it: a file removed or renamed changes its folder's time. */
+const folders = (dir: string): string[] => [dir, ...readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? folders(join(dir, e.name)) : []))];
 
 const out = 'dist';
+const stamp = join(out, '.built');
+// A missing input counts as changed, a missing stamp as never built.
+const mtime = (file: string, missing: number): number => statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? missing;
+const inputs = [...sources('src'), ...folders('src'), 'scripts/build.ts', 'package-lock.json'];
+const newest = Math.max(...inputs.map((file) => mtime(file, Number.POSITIVE_INFINITY)));
+if (!process.argv.includes('--force') && newest < mtime(stamp, Number.NEGATIVE_INFINITY)) process.exit(0);
+
 rmSync(out, { recursive: true, force: true });
 await build({
   entryPoints: sources('src'),
@@ -36,3 +46,4 @@ await build({
     },
   ],
 });
+writeFileSync(stamp, '');

@@ -14,7 +14,7 @@ forEachStore('license audit log (happy)', (kind) => {
   beforeAll(async () => {
     tenant = await createTenant(ctx);
     productId = (await createProduct(ctx, tenant)).id;
-    const row = await ctx.store.read.first(ctx.store.db.selectFrom('api_keys').select('id').where('user_id', '=', tenant.userId));
+    const row = await ctx.store.read.first(ctx.store.db.selectFrom('api_keys').select('id').where('account_id', '=', tenant.userId));
     apiKeyId = row!.id;
   });
   const events = async (key: string, query = '') => {

@@ -5,7 +5,7 @@ import { forEachStore } from '../support/stores.ts';
 
 forEachStore('Idempotency-Key errors', (kind) => {
   const ctx = useTestApp(kind);
-  const licensesOf = (userId: string) => ctx.store.read.all(ctx.store.db.selectFrom('licenses').select('key').where('user_id', '=', userId));
+  const licensesOf = (userId: string) => ctx.store.read.all(ctx.store.db.selectFrom('licenses').select('key').where('account_id', '=', userId));
 
   it('the same key with another body is 422 idempotency_key_reused, and nothing is created', async () => {
     const t = await createTenant(ctx);
@@ -97,7 +97,7 @@ forEachStore('Idempotency-Key errors', (kind) => {
     const retry = await call(ctx, { method: 'POST', url: '/api/v1/products', headers, json });
     expect(retry.status).toBe(409);
     expect(retry.body.error.code).toBe('idempotency_key_in_use');
-    const products = await ctx.store.read.all(ctx.store.db.selectFrom('products').select('id').where('user_id', '=', t.userId));
+    const products = await ctx.store.read.all(ctx.store.db.selectFrom('products').select('id').where('account_id', '=', t.userId));
     expect(products).toHaveLength(1);
   });
 

@@ -9,7 +9,7 @@ import { forEachStore } from '../support/stores.ts';
 
 forEachStore('Idempotency-Key', (kind) => {
   const ctx = useTestApp(kind);
-  const licensesOf = (userId: string) => ctx.store.read.all(ctx.store.db.selectFrom('licenses').select('key').where('user_id', '=', userId));
+  const licensesOf = (userId: string) => ctx.store.read.all(ctx.store.db.selectFrom('licenses').select('key').where('account_id', '=', userId));
 
   it('is named in the OpenAPI document on every server-API POST, PUT and PATCH, and nowhere else', async () => {
     const doc = (await call(ctx, { method: 'GET', url: '/api/v1/openapi.json' })).body as { paths: Record<string, Record<string, { security?: object[]; parameters?: { name: string }[] }>> };

@@ -70,7 +70,7 @@ forEachStore('payments (concurrency)', (kind) => {
     const key = p.double.account();
     const results = await Promise.all(Array.from({ length: 5 }, () => call(p.ctx, { method: 'PUT', url: '/api/v1/payments/stripe', headers: t.auth, json: { restrictedKey: key } })));
     expect(results.map((r) => r.status)).toEqual(Array(5).fill(200));
-    const rows = await p.ctx.store.read.all(p.ctx.store.db.selectFrom('payment_connections').select(['id', 'webhook_endpoint_id']).where('user_id', '=', t.userId));
+    const rows = await p.ctx.store.read.all(p.ctx.store.db.selectFrom('payment_connections').select(['id', 'webhook_endpoint_id']).where('account_id', '=', t.userId));
     expect(rows).toHaveLength(1);
     await expect.poll(() => [...p.double.endpoints.entries()].filter(([, e]) => e.key === key).map(([id]) => id)).toEqual([rows[0]!.webhook_endpoint_id]);
   });

@@ -28,7 +28,7 @@ forEachStore('payments (happy)', (kind) => {
 
       const got = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/stripe', headers: t.auth });
       expect(got.body).toEqual(res.body);
-      const row = await p.ctx.store.read.first(p.ctx.store.db.selectFrom('payment_connections').selectAll().where('user_id', '=', t.userId));
+      const row = await p.ctx.store.read.first(p.ctx.store.db.selectFrom('payment_connections').selectAll().where('account_id', '=', t.userId));
       expect(row!.api_key_sealed).toMatch(/^v1\./);
       expect(JSON.stringify(row)).not.toContain(key);
       expect(JSON.stringify(row)).not.toContain(endpoint.secret);
@@ -47,7 +47,7 @@ forEachStore('payments (happy)', (kind) => {
       expect(second.connectionId).not.toBe(first.connectionId);
       await expect.poll(() => [...double.endpoints.values()].some((e) => e.url === first.webhookUrl)).toBe(false);
       expect(double.calls('DELETE', '/v1/webhook_endpoints/').at(-1)!.key).toBe(first.key);
-      const rows = await p.ctx.store.read.all(p.ctx.store.db.selectFrom('payment_connections').select('id').where('user_id', '=', t.userId));
+      const rows = await p.ctx.store.read.all(p.ctx.store.db.selectFrom('payment_connections').select('id').where('account_id', '=', t.userId));
       expect(rows.map((r) => r.id)).toEqual([second.connectionId]);
       // The old URL is gone: its events are a 404.
       const res = await send(p.ctx, { ...first }, 'checkout.session.completed', stripeObjects.checkoutSession({ id: 'cs_test_old' }));
@@ -62,7 +62,7 @@ forEachStore('payments (happy)', (kind) => {
       expect(res.raw.body).toBe('');
       expect([...double.endpoints.values()].some((e) => e.url === c.webhookUrl)).toBe(false);
       expect((await call(p.ctx, { method: 'GET', url: '/api/v1/payments/stripe', headers: t.auth })).body).toEqual({ connected: false });
-      expect(await p.ctx.store.read.first(p.ctx.store.db.selectFrom('payment_connections').select('id').where('user_id', '=', t.userId))).toBeUndefined();
+      expect(await p.ctx.store.read.first(p.ctx.store.db.selectFrom('payment_connections').select('id').where('account_id', '=', t.userId))).toBeUndefined();
     });
   });
 

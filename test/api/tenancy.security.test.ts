@@ -82,7 +82,7 @@ forEachStore('tenant isolation and API keys', (kind) => {
 
   it('stores API keys only as SHA-256 hashes', async () => {
     const t = await createTenant(ctx);
-    const rows = await ctx.store.read.all(ctx.store.db.selectFrom('api_keys').selectAll().where('user_id', '=', t.userId));
+    const rows = await ctx.store.read.all(ctx.store.db.selectFrom('api_keys').selectAll().where('account_id', '=', t.userId));
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows)).not.toContain(t.apiKey);
     expect(rows[0]!.key_hash).toMatch(/^[0-9a-f]{64}$/);

@@ -12,7 +12,7 @@ const freshAddress = () => `moved${++counter}-${Date.now()}@example.com`;
 forEachStore('dashboard e-mail change', (kind) => {
   const transport = new CapturingTransport();
   const ctx = useTestApp(kind, { app: { mail: { transport, worker: { pollMs: 20 } } } });
-  const pending = (userId: string) => ctx.store.read.all(ctx.store.db.selectFrom('dashboard_email_changes').selectAll().where('user_id', '=', userId));
+  const pending = (userId: string) => ctx.store.read.all(ctx.store.db.selectFrom('dashboard_email_changes').selectAll().where('account_id', '=', userId));
 
   /** Asks for the change from the account page and returns the link e-mailed to the new address (as stored: lower case). */
   async function ask(browser: WebBrowser, newEmail: string): Promise<string> {
@@ -128,7 +128,7 @@ forEachStore('dashboard e-mail change', (kind) => {
       }
 
       const expired = await ask(browser, freshAddress());
-      await ctx.store.write((tx) => tx.run(ctx.store.db.updateTable('dashboard_email_changes').set({ expires_at: Date.now() - 1 }).where('user_id', '=', t.userId)));
+      await ctx.store.write((tx) => tx.run(ctx.store.db.updateTable('dashboard_email_changes').set({ expires_at: Date.now() - 1 }).where('account_id', '=', t.userId)));
       await visitor.request('GET', '/dashboard/forgot'); // a page with a CSRF token for this browser
       const csrf = visitor.csrf;
       expect((await visitor.request('GET', expired)).status).toBe(400);

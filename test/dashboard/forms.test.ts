@@ -9,7 +9,7 @@ const licenseState = (ctx: TestContext, key: string) => async () =>
   (await ctx.store.read.all(ctx.store.db.selectFrom('licenses').selectAll().where('key', '=', key))).concat(
     (await ctx.store.read.all(ctx.store.db.selectFrom('devices').selectAll().where('license_key', '=', key))) as never[],
   );
-const productState = (ctx: TestContext, t: Tenant) => () => ctx.store.read.all(ctx.store.db.selectFrom('products').selectAll().where('user_id', '=', t.userId));
+const productState = (ctx: TestContext, t: Tenant) => () => ctx.store.read.all(ctx.store.db.selectFrom('products').selectAll().where('account_id', '=', t.userId));
 const PRODUCT_FIELDS: Fields = { name: 'Good product', description: 'd', portalShow: 'on', portalDeviceResetLimit: '3', portalDeviceResetWindowDays: '30' };
 
 async function licensed(ctx: TestContext, t: Tenant, fields: Record<string, unknown> = {}) {
@@ -60,7 +60,7 @@ const CASES: FormCase[] = [
         action: '/dashboard/licenses/new',
         good: { productId: p.id, type: 'timed', expiresAt: '2031-01-31', maxDevices: '2', email: 'buyer@example.com' },
         bad: { fields: { productId: p.id, type: 'timed', expiresAt: '', maxDevices: '2' }, message: 'Expires at is required for a timed license.' },
-        state: () => ctx.store.read.all(ctx.store.db.selectFrom('licenses').selectAll().where('user_id', '=', t.userId)),
+        state: () => ctx.store.read.all(ctx.store.db.selectFrom('licenses').selectAll().where('account_id', '=', t.userId)),
         owned: false,
       };
     },
@@ -201,7 +201,7 @@ const CASES: FormCase[] = [
       action: '/dashboard/api-keys',
       good: { name: 'Web shop' },
       bad: { fields: { name: ' ' }, message: 'Name is required.' },
-      state: () => ctx.store.read.all(ctx.store.db.selectFrom('api_keys').select(['id', 'revoked_at']).where('user_id', '=', t.userId)),
+      state: () => ctx.store.read.all(ctx.store.db.selectFrom('api_keys').select(['id', 'revoked_at']).where('account_id', '=', t.userId)),
       owned: false,
     }),
   },
@@ -213,7 +213,7 @@ const CASES: FormCase[] = [
         page: '/dashboard/api-keys',
         action: `/dashboard/api-keys/${keyId}/revoke`,
         good: {},
-        state: () => ctx.store.read.all(ctx.store.db.selectFrom('api_keys').select(['id', 'revoked_at']).where('user_id', '=', t.userId)),
+        state: () => ctx.store.read.all(ctx.store.db.selectFrom('api_keys').select(['id', 'revoked_at']).where('account_id', '=', t.userId)),
         owned: true,
         destructive: true,
       };
@@ -226,7 +226,7 @@ const CASES: FormCase[] = [
       action: '/dashboard/portal',
       good: { email: 'customer@example.com' },
       bad: { fields: { email: 'nope' }, message: 'Email must be a valid e-mail address' },
-      state: () => ctx.store.read.all(ctx.store.db.selectFrom('portal_tokens').select('token_hash').where('user_id', '=', t.userId)),
+      state: () => ctx.store.read.all(ctx.store.db.selectFrom('portal_tokens').select('token_hash').where('account_id', '=', t.userId)),
       owned: false,
     }),
   },

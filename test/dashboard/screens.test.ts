@@ -319,13 +319,13 @@ forEachStore('dashboard screens', (kind) => {
       // A failed validation is not counted.
       await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/validate', json: { ...body, deviceIdentifier: 'unknown' } });
       // Nothing written yet: the counts live in memory until the flush.
-      expect(await ctx.store.read.all(ctx.store.db.selectFrom('activity_daily').selectAll().where('user_id', '=', t.userId))).toEqual([]);
+      expect(await ctx.store.read.all(ctx.store.db.selectFrom('activity_daily').selectAll().where('account_id', '=', t.userId))).toEqual([]);
       const browser = await signIn(ctx, t.email);
       const today = new Date().toISOString().slice(0, 10);
       const row = (body: string) => new RegExp(`<tr><td>${today}</td><td class="num">(\\d+)</td><td class="num">(\\d+)</td></tr>`).exec(body)!.slice(1).map(Number);
       expect(row((await browser.request('GET', '/dashboard/activity')).body)).toEqual([1, 3]);
       await ctx.services.activity.flush();
-      const stored = await ctx.store.read.all(ctx.store.db.selectFrom('activity_daily').selectAll().where('user_id', '=', t.userId));
+      const stored = await ctx.store.read.all(ctx.store.db.selectFrom('activity_daily').selectAll().where('account_id', '=', t.userId));
       expect(stored.map((r) => [r.product_id, Number(r.activations), Number(r.validations)])).toEqual([[p.id, 1, 3]]);
       // After the flush the page reads the same numbers from the store, and a second flush adds to them.
       await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/validate', json: body });

@@ -106,13 +106,13 @@ forEachStore('migration 015: one name for the tenant, account_id', (kind) => {
     expect(licenseView(license)).toMatchObject({ key: KEY, userId: A, productId: 'p_old' });
     await expect(services.licenses.get(other, KEY)).rejects.toMatchObject({ code: 'not_found' });
 
-    expect((await services.dashboard.session('old-session'))?.session).toMatchObject({ id: 's_1', userId: A });
+    expect((await services.dashboard.session('old-session'))?.session).toMatchObject({ id: 's_1', accountId: A });
     expect(await services.dashboard.resetLinkValid('old-reset')).toBe(true);
-    expect(await services.dashboard.pendingEmailChange(A)).toMatchObject({ userId: A, newEmail: 'new@example.com' });
+    expect(await services.dashboard.pendingEmailChange(A)).toMatchObject({ accountId: A, newEmail: 'new@example.com' });
 
     const opened = await services.portal.openLink('old-link');
     const session = await services.portal.session(opened!.sessionToken);
-    expect(session).toMatchObject({ userId: A });
+    expect(session).toMatchObject({ accountId: A });
     expect((await services.portal.licenses(session!)).map((l) => l.key)).toEqual([KEY]);
 
     // A stored actor keeps its wire shape: the audit log shows {type: 'dashboard_user', userId}.

@@ -37,7 +37,7 @@ export function searchOrder(filter: LicenseFilter): 'key' | 'expires_at' | 'crea
 
 const toRecord = (r: Omit<LicenseRow, 'email_normalized'>): LicenseRecord => ({
   key: r.key,
-  userId: r.account_id,
+  accountId: r.account_id,
   productId: r.product_id,
   type: r.type,
   expiresAt: r.expires_at,
@@ -77,7 +77,7 @@ const DEVICE_COLUMNS = ['identifier', 'name', 'activation_date'] as const;
 
 const licenseRow = (l: LicenseRecord) => ({
   key: l.key,
-  account_id: l.userId,
+  account_id: l.accountId,
   product_id: l.productId,
   type: l.type,
   expires_at: l.expiresAt,

@@ -273,7 +273,7 @@ export class SqlPaymentRepository implements PaymentRepository {
         .selectAll()
         .where('id', '=', id)
         .where('email_normalized', '=', scope.email)
-        .$if(scope.userId !== null, (q) => q.where('account_id', '=', scope.userId!)),
+        .$if(scope.accountId !== null, (q) => q.where('account_id', '=', scope.accountId!)),
     );
     return row && toPurchase(row, []);
   }
@@ -287,7 +287,7 @@ export class SqlPaymentRepository implements PaymentRepository {
         .where('pl.license_key', 'in', licenseKeys)
         .where('p.email_normalized', '=', scope.email)
         .where('p.invoice_id', 'is not', null)
-        .$if(scope.userId !== null, (q) => q.where('p.account_id', '=', scope.userId!)),
+        .$if(scope.accountId !== null, (q) => q.where('p.account_id', '=', scope.accountId!)),
     );
     return new Map(rows.map((r) => [r.license_key, r.id]));
   }

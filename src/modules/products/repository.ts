@@ -8,7 +8,7 @@ import type { Product, ProductFields, ProductRepository } from './service.ts';
 
 export const toProduct = (r: ProductRow): Product => ({
   id: r.id,
-  userId: r.account_id,
+  accountId: r.account_id,
   name: r.name,
   description: r.description,
   supportEmail: r.support_email,
@@ -63,7 +63,7 @@ export class SqlProductRepository implements ProductRepository {
     await executorOf(unit).run(
       this.db.insertInto('products').values({
         id: p.id,
-        account_id: p.userId,
+        account_id: p.accountId,
         created_at: p.createdAt,
         has_image: flag(p.hasImage),
         ...(columns(p) as Omit<Insertable<ProductsTable>, 'id' | 'account_id' | 'created_at' | 'has_image'>),

@@ -59,7 +59,7 @@ async function seedShop(target: { databaseUrl?: string; dataDir: string }): Prom
     for (const name of ['Aurora Photo', 'Nimbus Sync', 'Comet Notes']) products.push(await services.products.create(cliPrincipal(account.id), { name }));
     const keys = licenseKeys(COUNT);
     const now = Date.now();
-    const licenses = bulkInsert(store, 'licenses', ['key', 'user_id', 'product_id', 'type', 'expires_at', 'revoked', 'email', 'email_normalized', 'max_devices', 'created_at']);
+    const licenses = bulkInsert(store, 'licenses', ['key', 'account_id', 'product_id', 'type', 'expires_at', 'revoked', 'email', 'email_normalized', 'max_devices', 'created_at']);
     const devices = bulkInsert(store, 'devices', ['license_key', 'identifier', 'name', 'activation_date']);
     const CHUNK = 1000;
     for (let start = 0; start < COUNT; start += CHUNK) {

@@ -76,7 +76,7 @@ export async function seed(target: { databaseUrl?: string; dataDir: string }, co
 
     const keys = licenseKeys(count);
     const now = Date.now();
-    const licenses = bulkInsert(store, 'licenses', ['key', 'user_id', 'product_id', 'type', 'expires_at', 'revoked', 'email', 'email_normalized', 'max_devices', 'created_at']);
+    const licenses = bulkInsert(store, 'licenses', ['key', 'account_id', 'product_id', 'type', 'expires_at', 'revoked', 'email', 'email_normalized', 'max_devices', 'created_at']);
     const devices = bulkInsert(store, 'devices', ['license_key', 'identifier', 'name', 'activation_date']);
     await store.write(async (tx) => {
       for (let start = 0; start < count; start += CHUNK) {

@@ -8,6 +8,7 @@ import { backupSqlite, restoreSqlite } from './storage/backup.ts';
 import { openStore } from './storage/index.ts';
 import { toIso, toIsoOrNull } from './core/time.ts';
 import { cliPrincipal } from './core/principal.ts';
+import type { Account } from './modules/accounts/service.ts';
 
 const USAGE = `Usage: npm run --silent cli -- <command>
   account create --email E --password P [--plan free|plus]
@@ -33,19 +34,13 @@ function need(options: Options, name: 'email' | 'new-email' | 'password' | 'plan
   return value;
 }
 
+/** An account as the CLI prints it; `userId` is its wire name (decisions.md, "Accounts and API keys"). */
+const accountAnswer = (a: Account) => ({ userId: a.id, email: a.email, plan: a.plan });
+
 const commands: Record<string, (s: Services, o: Options) => Promise<Answer>> = {
-  'account create': async (s, o) => {
-    const a = await s.accounts.create({ email: need(o, 'email'), password: need(o, 'password'), plan: o.plan });
-    return { userId: a.id, email: a.email, plan: a.plan };
-  },
-  'account set-plan': async (s, o) => {
-    const a = await s.accounts.setPlan(need(o, 'email'), need(o, 'plan'));
-    return { userId: a.id, email: a.email, plan: a.plan };
-  },
-  'account set-email': async (s, o) => {
-    const a = await s.dashboard.setEmail(need(o, 'email'), need(o, 'new-email'));
-    return { userId: a.id, email: a.email, plan: a.plan };
-  },
+  'account create': async (s, o) => accountAnswer(await s.accounts.create({ email: need(o, 'email'), password: need(o, 'password'), plan: o.plan })),
+  'account set-plan': async (s, o) => accountAnswer(await s.accounts.setPlan(need(o, 'email'), need(o, 'plan'))),
+  'account set-email': async (s, o) => accountAnswer(await s.dashboard.setEmail(need(o, 'email'), need(o, 'new-email'))),
   'api-key create': async (s, o) => {
     const account = await s.accounts.requireByEmail(need(o, 'email'));
     const { key, secret } = await s.apiKeys.create(cliPrincipal(account.id), o.name);

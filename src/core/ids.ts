@@ -14,7 +14,7 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-export const newUserId = (): string => randomUUID();
+export const newAccountId = (): string => randomUUID();
 export const newProductId = (): string => `p_${randomBase62(20)}`;
 export const newApiKeyId = (): string => `key_${randomBase62(16)}`;
 

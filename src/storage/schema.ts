@@ -18,7 +18,7 @@ export interface AccountsTable {
 
 export interface ApiKeysTable {
   id: string;
-  user_id: string;
+  account_id: string;
   name: string;
   key_hash: string;
   key_prefix: string;
@@ -29,7 +29,7 @@ export interface ApiKeysTable {
 
 export interface ProductsTable {
   id: string;
-  user_id: string;
+  account_id: string;
   name: string;
   description: string;
   support_email: string | null;
@@ -48,7 +48,7 @@ export interface ProductsTable {
 
 export interface LicensesTable {
   key: string;
-  user_id: string;
+  account_id: string;
   product_id: string;
   type: 'perpetual' | 'timed';
   expires_at: number | null;
@@ -109,7 +109,7 @@ export interface PortalTokensTable {
   token_hash: string;
   kind: 'link' | 'session';
   email_normalized: string;
-  user_id: string | null;
+  account_id: string | null;
   expires_at: number;
   created_at: number;
   /** A session's link (migration 009): signing out ends the link and its sessions. */
@@ -139,7 +139,7 @@ export interface ProductImagesTable {
 /** A payment provider connection (migration 005); the key and signing secret are sealed with SecretBox. */
 export interface PaymentConnectionsTable {
   id: string;
-  user_id: string;
+  account_id: string;
   provider: string;
   livemode: Bool;
   webhook_endpoint_id: string;
@@ -149,7 +149,7 @@ export interface PaymentConnectionsTable {
 }
 
 export interface PriceMappingsTable {
-  user_id: string;
+  account_id: string;
   provider: string;
   price_id: string;
   product_id: string;
@@ -162,7 +162,7 @@ export interface PriceMappingsTable {
 
 export interface PurchasesTable {
   id: string;
-  user_id: string;
+  account_id: string;
   provider: string;
   /** The provider's checkout session: unique per account and provider (the idempotency key). */
   session_id: string;
@@ -186,7 +186,7 @@ export interface PurchaseLicensesTable {
 
 /** A reversal (refund, dispute) that arrived before its purchase (migration 005). */
 export interface PaymentReversalsTable {
-  user_id: string;
+  account_id: string;
   provider: string;
   payment_id: string;
   reason: 'refunded' | 'disputed';
@@ -196,7 +196,7 @@ export interface PaymentReversalsTable {
 /** Operator webhook endpoints (migration 007). */
 export interface WebhookEndpointsTable {
   id: string;
-  user_id: string;
+  account_id: string;
   url: string;
   description: string | null;
   /** JSON array of event types, or ["*"]. */
@@ -211,7 +211,7 @@ export interface WebhookEndpointsTable {
 export interface WebhookDeliveriesTable {
   id: string;
   endpoint_id: string;
-  user_id: string;
+  account_id: string;
   event_id: string;
   event_type: string;
   body: string;
@@ -236,7 +236,7 @@ export interface WebhookAttemptsTable {
 /** The audit log of license changes (migration 007); no foreign key: a deleted license's rows stay. */
 export interface AuditEventsTable {
   id: string;
-  user_id: string;
+  account_id: string;
   license_key: string;
   type: string;
   actor: string;
@@ -268,7 +268,7 @@ export interface IdempotencyKeysTable {
 export interface DashboardSessionsTable {
   id: string;
   token_hash: string;
-  user_id: string;
+  account_id: string;
   created_at: number;
   last_seen_at: number;
 }
@@ -276,7 +276,7 @@ export interface DashboardSessionsTable {
 /** Single-use password-reset links (migration 006), by the SHA-256 of the link's token. */
 export interface DashboardPasswordResetsTable {
   token_hash: string;
-  user_id: string;
+  account_id: string;
   expires_at: number;
   created_at: number;
 }
@@ -284,7 +284,7 @@ export interface DashboardPasswordResetsTable {
 /** An account's e-mail change waiting for the new address to confirm it (migration 012). */
 export interface DashboardEmailChangesTable {
   token_hash: string;
-  user_id: string;
+  account_id: string;
   new_email: string;
   expires_at: number;
   created_at: number;
@@ -294,7 +294,7 @@ export interface DashboardEmailChangesTable {
 export interface ActivityDailyTable {
   product_id: string;
   day: number;
-  user_id: string;
+  account_id: string;
   activations: number;
   validations: number;
 }

@@ -14,7 +14,7 @@ forEachStore('license audit log (happy)', (kind) => {
   beforeAll(async () => {
     tenant = await createTenant(ctx);
     productId = (await createProduct(ctx, tenant)).id;
-    const row = await ctx.store.read.first(ctx.store.db.selectFrom('api_keys').select('id').where('user_id', '=', tenant.userId));
+    const row = await ctx.store.read.first(ctx.store.db.selectFrom('api_keys').select('id').where('account_id', '=', tenant.accountId));
     apiKeyId = row!.id;
   });
   const events = async (key: string, query = '') => {
@@ -50,14 +50,14 @@ forEachStore('license audit log (happy)', (kind) => {
 
   it('names the public API, the portal, a dashboard user and a payment provider as actors', async () => {
     const provider: Actor = { type: 'provider', provider: 'stripe' };
-    const bought = await ctx.services.licenses.create({ accountId: tenant.userId, actor: provider }, { productId, type: 'perpetual', maxDevices: 2 });
+    const bought = await ctx.services.licenses.create({ accountId: tenant.accountId, actor: provider }, { productId, type: 'perpetual', maxDevices: 2 });
     await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/activate', json: { licenseKey: bought.key, productId, deviceIdentifier: 'p1', deviceName: 'Phone' } });
     await call(ctx, { method: 'DELETE', url: '/api/v1/public/licenses/device', json: { licenseKey: bought.key, productId, deviceIdentifier: 'p1' } });
     await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/activate', json: { licenseKey: bought.key, productId, deviceIdentifier: 'p2', deviceName: 'Tablet' } });
     const portal: Actor = { type: 'portal', email: 'buyer@example.com' };
     await ctx.services.units.run((unit) => ctx.services.licenses.resetDevicesIn(unit, portal, bought.key));
-    const dashboard: Actor = { type: 'dashboard_user', userId: tenant.userId };
-    await ctx.services.licenses.update({ accountId: tenant.userId, actor: dashboard }, bought.key, { maxDevices: 9 });
+    const dashboard: Actor = { type: 'dashboard_user', userId: tenant.accountId };
+    await ctx.services.licenses.update({ accountId: tenant.accountId, actor: dashboard }, bought.key, { maxDevices: 9 });
 
     const { data } = await events(bought.key);
     expect(data.map((e) => [e.type, e.actor])).toEqual([

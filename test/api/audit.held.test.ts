@@ -68,7 +68,7 @@ forEachStore('license audit log: activations held by device rows', (kind) => {
     const license = await createLicense(ctx, tenant, product.id);
     await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/activate', json: { licenseKey: license.key, productId: product.id, deviceIdentifier: 'x', deviceName: 'X' } });
     const held = await events(license.key);
-    await ctx.services.products.delete({ accountId: tenant.userId, actor: { type: 'cli' } }, product.id, true);
+    await ctx.services.products.delete({ accountId: tenant.accountId, actor: { type: 'cli' } }, product.id, true);
     expect(await logged(license.key)).toEqual(['license.created', 'device.activated', 'license.deleted']);
     expect((await events(license.key)).slice(1)).toEqual(held);
   });
@@ -121,7 +121,7 @@ forEachStore('license audit log: activations held by device rows', (kind) => {
 
   it("an import's devices are logged at once (no activation held), after their license's creation", async () => {
     const key = `HELD${kind === 'sqlite' ? 'S' : 'P'}-AAAAA-BBBBB-CCCCC-DDDDD`;
-    const outcome = await ctx.services.licenses.importLicenses(cliPrincipal(tenant.userId), [
+    const outcome = await ctx.services.licenses.importLicenses(cliPrincipal(tenant.accountId), [
       { key, productId, type: 'perpetual', maxDevices: 3, devices: [{ identifier: 'i1', name: 'Imported', activationDate: '2024-01-02T03:04:05.000Z' }] },
     ]);
     expect(outcome.created).toEqual([key]);
@@ -155,8 +155,8 @@ forEachStore('license audit log: activations held by device rows', (kind) => {
     const license = await createLicense(ctx, tenant, productId);
     await activate(license.key, 'd1');
     const repo = new SqlAuditRepository(ctx.store);
-    expect(await repo.list(other.userId, license.key, { limit: 10, since: 0 })).toEqual([]);
-    expect((await repo.list(tenant.userId, license.key, { limit: 10, since: 0 })).map((e) => e.type)).toEqual(['device.activated', 'license.created']);
+    expect(await repo.list(other.accountId, license.key, { limit: 10, since: 0 })).toEqual([]);
+    expect((await repo.list(tenant.accountId, license.key, { limit: 10, since: 0 })).map((e) => e.type)).toEqual(['device.activated', 'license.created']);
   });
 
   it('a listing while devices are removed shows each activation once, never skipped', async () => {

@@ -16,7 +16,7 @@ forEachStore('Idempotency-Key under concurrency', (kind) => {
       if (r.status === 200) expect(r.body.key).toBe(created[0]!.body.key);
       else expect(r.body.error.code).toBe('idempotency_key_in_use');
     }
-    const stored = await ctx.store.read.all(ctx.store.db.selectFrom('licenses').select('key').where('user_id', '=', t.userId));
+    const stored = await ctx.store.read.all(ctx.store.db.selectFrom('licenses').select('key').where('account_id', '=', t.accountId));
     expect(stored).toEqual([{ key: created[0]!.body.key }]);
     const after = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 1 } });
     expect(after.headers['idempotent-replayed']).toBe('true');

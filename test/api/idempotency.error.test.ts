@@ -5,7 +5,7 @@ import { forEachStore } from '../support/stores.ts';
 
 forEachStore('Idempotency-Key errors', (kind) => {
   const ctx = useTestApp(kind);
-  const licensesOf = (userId: string) => ctx.store.read.all(ctx.store.db.selectFrom('licenses').select('key').where('user_id', '=', userId));
+  const licensesOf = (accountId: string) => ctx.store.read.all(ctx.store.db.selectFrom('licenses').select('key').where('account_id', '=', accountId));
 
   it('the same key with another body is 422 idempotency_key_reused, and nothing is created', async () => {
     const t = await createTenant(ctx);
@@ -18,7 +18,7 @@ forEachStore('Idempotency-Key errors', (kind) => {
     // Another endpoint with the same key is another request too.
     const otherPath = await call(ctx, { method: 'POST', url: '/api/v1/products', headers, json: { name: 'Other' } });
     expect(otherPath.body.error?.code).toBe('idempotency_key_reused');
-    expect(await licensesOf(t.userId)).toHaveLength(1);
+    expect(await licensesOf(t.accountId)).toHaveLength(1);
   });
 
   it('a key still being worked on is 409 idempotency_key_in_use', async () => {
@@ -46,7 +46,7 @@ forEachStore('Idempotency-Key errors', (kind) => {
     } finally {
       ctx.services.licenses.create = create;
     }
-    expect(await licensesOf(t.userId)).toHaveLength(1);
+    expect(await licensesOf(t.accountId)).toHaveLength(1);
   });
 
   it('refuses an empty or over-long key with a 400 and stores nothing', async () => {
@@ -60,7 +60,7 @@ forEachStore('Idempotency-Key errors', (kind) => {
     }
     const ok = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers: { ...t.auth, 'idempotency-key': 'k'.repeat(255) }, json: { productId: p.id, type: 'perpetual', maxDevices: 1 } });
     expect(ok.status).toBe(200);
-    expect(await licensesOf(t.userId)).toHaveLength(1);
+    expect(await licensesOf(t.accountId)).toHaveLength(1);
   });
 
   it('a request refused by validation stores no answer: the corrected request with the same key runs', async () => {
@@ -97,7 +97,7 @@ forEachStore('Idempotency-Key errors', (kind) => {
     const retry = await call(ctx, { method: 'POST', url: '/api/v1/products', headers, json });
     expect(retry.status).toBe(409);
     expect(retry.body.error.code).toBe('idempotency_key_in_use');
-    const products = await ctx.store.read.all(ctx.store.db.selectFrom('products').select('id').where('user_id', '=', t.userId));
+    const products = await ctx.store.read.all(ctx.store.db.selectFrom('products').select('id').where('account_id', '=', t.accountId));
     expect(products).toHaveLength(1);
   });
 
@@ -113,7 +113,7 @@ forEachStore('Idempotency-Key errors', (kind) => {
     expect(retry.status).toBe(200);
     expect(retry.headers['idempotent-replayed']).toBe('true');
     expect(retry.raw.body).toBe(first.raw.body);
-    expect(await licensesOf(t.userId)).toHaveLength(1);
+    expect(await licensesOf(t.accountId)).toHaveLength(1);
   });
 
   it('a creation refused inside its unit (404) records nothing there: its answer is stored on its own and replayed', async () => {
@@ -121,7 +121,7 @@ forEachStore('Idempotency-Key errors', (kind) => {
     const headers = { ...t.auth, 'idempotency-key': 'refused-in-unit' };
     const json = { productId: 'prod_missing', type: 'perpetual', maxDevices: 1 };
     expect((await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json })).status).toBe(404);
-    const [row] = await ctx.store.read.all(ctx.store.db.selectFrom('idempotency_keys').select(['response_status']).where('account_id', '=', t.userId));
+    const [row] = await ctx.store.read.all(ctx.store.db.selectFrom('idempotency_keys').select(['response_status']).where('account_id', '=', t.accountId));
     expect(row).toEqual({ response_status: 404 });
     expect((await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json })).headers['idempotent-replayed']).toBe('true');
   });

@@ -9,7 +9,7 @@ import { forEachStore } from '../support/stores.ts';
 
 forEachStore('Idempotency-Key', (kind) => {
   const ctx = useTestApp(kind);
-  const licensesOf = (userId: string) => ctx.store.read.all(ctx.store.db.selectFrom('licenses').select('key').where('user_id', '=', userId));
+  const licensesOf = (accountId: string) => ctx.store.read.all(ctx.store.db.selectFrom('licenses').select('key').where('account_id', '=', accountId));
 
   it('is named in the OpenAPI document on every server-API POST, PUT and PATCH, and nowhere else', async () => {
     const doc = (await call(ctx, { method: 'GET', url: '/api/v1/openapi.json' })).body as { paths: Record<string, Record<string, { security?: object[]; parameters?: { name: string }[] }>> };
@@ -43,7 +43,7 @@ forEachStore('Idempotency-Key', (kind) => {
     expect(again.headers['idempotent-replayed']).toBe('true');
     expect(again.headers['content-type']).toBe(first.headers['content-type']);
     expect(again.raw.body).toBe(first.raw.body);
-    expect(await licensesOf(t.userId)).toEqual([{ key: first.body.key }]);
+    expect(await licensesOf(t.accountId)).toEqual([{ key: first.body.key }]);
   });
 
   it('takes the same fields in another order, or spaced otherwise, as the same request', async () => {
@@ -60,7 +60,7 @@ forEachStore('Idempotency-Key', (kind) => {
     const changed = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, payload: `{"maxDevices":4,"type":"perpetual","productId":"${p.id}","email":"a@example.com"}` });
     expect(changed.status).toBe(422);
     expect(changed.body.error.code).toBe('idempotency_key_reused');
-    expect(await licensesOf(t.userId)).toEqual([{ key: first.body.key }]);
+    expect(await licensesOf(t.accountId)).toEqual([{ key: first.body.key }]);
   });
 
   it('replays a 4xx answer too (the request ran and was refused)', async () => {
@@ -114,7 +114,7 @@ forEachStore('Idempotency-Key', (kind) => {
     const retry = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json: { productId: p.id, type: 'perpetual', maxDevices: 1 } });
     expect(retry.status).toBe(200);
     expect(retry.headers['idempotent-replayed']).toBeUndefined();
-    expect(await licensesOf(t.userId)).toHaveLength(1);
+    expect(await licensesOf(t.accountId)).toHaveLength(1);
   });
 
   it('keeps the key of a change that committed before a 5xx: the retry replays the 5xx and creates nothing again', async () => {
@@ -132,32 +132,32 @@ forEachStore('Idempotency-Key', (kind) => {
     } finally {
       ctx.services.licenses.create = create;
     }
-    expect(await licensesOf(t.userId)).toHaveLength(1);
+    expect(await licensesOf(t.accountId)).toHaveLength(1);
     const retry = await call(ctx, { method: 'POST', url: '/api/v1/licenses', headers, json });
     expect(retry.status).toBe(500);
     expect(retry.headers['idempotent-replayed']).toBe('true');
-    expect(await licensesOf(t.userId)).toHaveLength(1);
+    expect(await licensesOf(t.accountId)).toHaveLength(1);
   });
 
   it('expires keys after 24 hours (a later request runs anew) and purges them', async () => {
     const t = await createTenant(ctx);
     let now = 1_800_000_000_000;
     const service = new IdempotencyService(idempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now, new SecretBox(ctx.config.secretKey, 'idempotent-answers'));
-    const first = await service.claim(t.userId, 'k', 'h1');
+    const first = await service.claim(t.accountId, 'k', 'h1');
     expect(first.outcome).toBe('claimed');
-    expect(await service.claim(t.userId, 'k', 'h1')).toEqual({ outcome: 'in_use' });
+    expect(await service.claim(t.accountId, 'k', 'h1')).toEqual({ outcome: 'in_use' });
     if (first.outcome === 'claimed') await first.hold.complete({ status: 200, contentType: 'application/json', body: '{}' });
-    expect(await service.claim(t.userId, 'k', 'h1')).toEqual({ outcome: 'replay', response: { status: 200, contentType: 'application/json', body: '{}' } });
+    expect(await service.claim(t.accountId, 'k', 'h1')).toEqual({ outcome: 'replay', response: { status: 200, contentType: 'application/json', body: '{}' } });
     now += 24 * 60 * 60_000 - 1;
-    expect(await service.claim(t.userId, 'k', 'h2')).toEqual({ outcome: 'reused' });
+    expect(await service.claim(t.accountId, 'k', 'h2')).toEqual({ outcome: 'reused' });
     now += 1;
-    expect((await service.claim(t.userId, 'k', 'h2')).outcome).toBe('claimed');
-    const other = await service.claim(t.userId, 'other', 'h');
+    expect((await service.claim(t.accountId, 'k', 'h2')).outcome).toBe('claimed');
+    const other = await service.claim(t.accountId, 'other', 'h');
     if (other.outcome === 'claimed') await other.hold.complete({ status: 200, contentType: null, body: '' });
     now += 24 * 60 * 60_000;
     // Other suites' keys (real clock) expire too at this time: at least this account's two go.
     expect(await service.purgeExpired()).toBeGreaterThanOrEqual(2);
-    expect(await ctx.store.read.all(ctx.store.db.selectFrom('idempotency_keys').selectAll().where('account_id', '=', t.userId))).toEqual([]);
+    expect(await ctx.store.read.all(ctx.store.db.selectFrom('idempotency_keys').selectAll().where('account_id', '=', t.accountId))).toEqual([]);
   });
 
   it('an answer rendered from the unit is recorded with the change; an answer sent otherwise, or not renderable, is stored after it', async () => {
@@ -166,13 +166,13 @@ forEachStore('Idempotency-Key', (kind) => {
     const process = () => new IdempotencyService(idempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now, new SecretBox(ctx.config.secretKey, 'idempotent-answers'));
     const json = (status: number, body: string) => ({ status, contentType: 'application/json', body });
     const run = async (key: string, render: (value: unknown) => ReturnType<typeof json>, sent: ReturnType<typeof json>) => {
-      const claim = await process().claim(t.userId, key, 'h');
+      const claim = await process().claim(t.accountId, key, 'h');
       if (claim.outcome !== 'claimed') throw new Error('not claimed');
       claim.hold.answerFrom(render);
       await inviteToFirstUnit(claim.hold, () => ctx.services.units.run(async () => ({ made: key })));
-      const before = await process().claim(t.userId, key, 'h');
+      const before = await process().claim(t.accountId, key, 'h');
       await claim.hold.complete(sent);
-      return { before, after: await process().claim(t.userId, key, 'h') };
+      return { before, after: await process().claim(t.accountId, key, 'h') };
     };
     const rendered = (value: unknown) => json(200, JSON.stringify(value));
 
@@ -196,17 +196,17 @@ forEachStore('Idempotency-Key', (kind) => {
     let now = 1_800_000_000_000;
     // A service per "process": a new one knows nothing of the claims the dead one held in memory.
     const process = () => new IdempotencyService(idempotencyRepository(ctx.store), (w) => ctx.store.write(w), () => now, new SecretBox(ctx.config.secretKey, 'idempotent-answers'));
-    const dead = await process().claim(t.userId, 'not-run', 'h');
+    const dead = await process().claim(t.accountId, 'not-run', 'h');
     expect(dead.outcome).toBe('claimed');
-    const ran = await process().claim(t.userId, 'ran', 'h');
+    const ran = await process().claim(t.accountId, 'ran', 'h');
     if (ran.outcome !== 'claimed') throw new Error('not claimed');
     // Its change committed with the key recorded in the same unit; the process died before the answer.
     await ctx.services.units.run(async (unit) => ran.hold.enter(unit));
     now += 5 * 60_000;
     const after = process();
-    expect((await after.claim(t.userId, 'not-run', 'h')).outcome).toBe('claimed');
-    expect(await after.claim(t.userId, 'ran', 'h')).toEqual({ outcome: 'in_use' });
+    expect((await after.claim(t.accountId, 'not-run', 'h')).outcome).toBe('claimed');
+    expect(await after.claim(t.accountId, 'ran', 'h')).toEqual({ outcome: 'in_use' });
     now += 24 * 60 * 60_000;
-    expect((await after.claim(t.userId, 'ran', 'h')).outcome).toBe('claimed');
+    expect((await after.claim(t.accountId, 'ran', 'h')).outcome).toBe('claimed');
   });
 });

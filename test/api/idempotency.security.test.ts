@@ -16,7 +16,7 @@ forEachStore('Idempotency-Key: stored answers that hold a secret', (kind) => {
     const first = await create(t.auth, key);
     expect(first.status).toBe(200);
     const { secret } = first.body as { secret: string };
-    const stored = await storedBody(t.userId, key);
+    const stored = await storedBody(t.accountId, key);
     expect(stored).toMatch(/^v1\./);
     expect(stored).not.toContain(secret);
     expect(stored).not.toContain(secret.slice('whsec_'.length));
@@ -33,8 +33,8 @@ forEachStore('Idempotency-Key: stored answers that hold a secret', (kind) => {
     const [key, other] = [randomUUID(), randomUUID()];
     await create(t.auth, key);
     await create(t.auth, other);
-    const sealed = await storedBody(t.userId, key);
-    await ctx.store.write((tx) => tx.run(ctx.store.db.updateTable('idempotency_keys').set({ response_body: sealed! }).where('account_id', '=', t.userId).where('idem_key', '=', other)));
+    const sealed = await storedBody(t.accountId, key);
+    await ctx.store.write((tx) => tx.run(ctx.store.db.updateTable('idempotency_keys').set({ response_body: sealed! }).where('account_id', '=', t.accountId).where('idem_key', '=', other)));
     const replay = await create(t.auth, other);
     expect(replay.status).toBe(500);
     expect(JSON.stringify(replay.body)).not.toMatch(/whsec_/);
@@ -44,7 +44,7 @@ forEachStore('Idempotency-Key: stored answers that hold a secret', (kind) => {
     const t = await createTenant(ctx);
     const key = randomUUID();
     const first = await create(t.auth, key);
-    await ctx.store.write((tx) => tx.run(ctx.store.db.updateTable('idempotency_keys').set({ response_body: first.raw.body }).where('account_id', '=', t.userId).where('idem_key', '=', key)));
+    await ctx.store.write((tx) => tx.run(ctx.store.db.updateTable('idempotency_keys').set({ response_body: first.raw.body }).where('account_id', '=', t.accountId).where('idem_key', '=', key)));
     const again = await create(t.auth, key);
     expect(again.headers['idempotent-replayed']).toBe('true');
     expect(again.raw.body).toBe(first.raw.body);

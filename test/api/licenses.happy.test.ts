@@ -14,7 +14,7 @@ forEachStore('licenses API', (kind) => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       key: expect.stringMatching(/^[A-HJ-NP-Z2-9]{5}(-[A-HJ-NP-Z2-9]{5}){4}$/),
-      userId: t.userId,
+      userId: t.accountId,
       productId: p.id,
       type: 'perpetual',
       expiresAt: null,

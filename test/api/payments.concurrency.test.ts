@@ -21,7 +21,7 @@ forEachStore('payments (concurrency)', (kind) => {
     expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
     // They raced: more than one got as far as asking Stripe for the line items.
     expect(p.double.calls('GET', `/v1/checkout/sessions/${session}/line_items`).length).toBeGreaterThan(1);
-    const licenses = await licensesOf(p.ctx.store, t.userId);
+    const licenses = await licensesOf(p.ctx.store, t.accountId);
     expect(licenses.map((l) => l.max_devices).sort()).toEqual([1, 3]);
     expect(await purchaseMailsTo(p.ctx.store, email)).toBe(2);
     const purchases = (await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth })).body.data;
@@ -39,11 +39,11 @@ forEachStore('payments (concurrency)', (kind) => {
     await deliver(p.ctx, c.connectionId, signedEvent(c.secret, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: 'r@example.com', paymentIntent: 'pi_race_refund' })));
     const refund = signedEvent(c.secret, 'charge.refunded', stripeObjects.charge({ paymentIntent: 'pi_race_refund', refunded: true }));
     let reversals = 0;
-    p.ctx.services.events.subscribe((e) => void (e.type === 'purchase.refunded' && e.purchase.accountId === t.userId && reversals++));
+    p.ctx.services.events.subscribe((e) => void (e.type === 'purchase.refunded' && e.purchase.accountId === t.accountId && reversals++));
     const results = await Promise.all(Array.from({ length: 10 }, () => deliver(p.ctx, c.connectionId, refund)));
     expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
     expect(reversals).toBe(1);
-    expect((await licensesOf(p.ctx.store, t.userId))[0]!.revoked).toBeTruthy();
+    expect((await licensesOf(p.ctx.store, t.accountId))[0]!.revoked).toBeTruthy();
   });
 
   it('a refund racing its checkout: the purchase ends refunded and its license revoked, whichever commits first', async () => {
@@ -62,7 +62,7 @@ forEachStore('payments (concurrency)', (kind) => {
     }
     const purchases = (await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases?limit=100', headers: t.auth })).body.data;
     expect(purchases.map((x: { status: string }) => x.status)).toEqual(Array(8).fill('refunded'));
-    expect((await licensesOf(p.ctx.store, t.userId)).filter((l) => !l.revoked)).toEqual([]);
+    expect((await licensesOf(p.ctx.store, t.accountId)).filter((l) => !l.revoked)).toEqual([]);
   });
 
   it('5 concurrent connects of one account: all answered, one connection left, the other endpoints deleted at Stripe', async () => {
@@ -70,7 +70,7 @@ forEachStore('payments (concurrency)', (kind) => {
     const key = p.double.account();
     const results = await Promise.all(Array.from({ length: 5 }, () => call(p.ctx, { method: 'PUT', url: '/api/v1/payments/stripe', headers: t.auth, json: { restrictedKey: key } })));
     expect(results.map((r) => r.status)).toEqual(Array(5).fill(200));
-    const rows = await p.ctx.store.read.all(p.ctx.store.db.selectFrom('payment_connections').select(['id', 'webhook_endpoint_id']).where('user_id', '=', t.userId));
+    const rows = await p.ctx.store.read.all(p.ctx.store.db.selectFrom('payment_connections').select(['id', 'webhook_endpoint_id']).where('account_id', '=', t.accountId));
     expect(rows).toHaveLength(1);
     await expect.poll(() => [...p.double.endpoints.entries()].filter(([, e]) => e.key === key).map(([id]) => id)).toEqual([rows[0]!.webhook_endpoint_id]);
   });

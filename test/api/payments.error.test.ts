@@ -180,10 +180,10 @@ forEachStore('payments (errors)', (kind) => {
       } finally {
         double.heal();
       }
-      expect(await licensesOf(p.ctx.store, t.userId)).toHaveLength(0);
+      expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(0);
       expect((await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth })).body.data).toEqual([]);
       expect((await send(p.ctx, c, 'checkout.session.completed', object)).status).toBe(200);
-      expect(await licensesOf(p.ctx.store, t.userId)).toHaveLength(1);
+      expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(1);
       expect(await purchaseMailsTo(p.ctx.store, email)).toBe(1);
     });
 
@@ -207,7 +207,7 @@ forEachStore('payments (errors)', (kind) => {
       } finally {
         p.ctx.services.purchaseMail.queue = original;
       }
-      expect(await licensesOf(p.ctx.store, t.userId)).toHaveLength(0);
+      expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(0);
       expect((await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth })).body.data).toEqual([]);
       expect(await purchaseMailsTo(p.ctx.store, email)).toBe(0);
     });

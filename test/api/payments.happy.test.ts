@@ -28,7 +28,7 @@ forEachStore('payments (happy)', (kind) => {
 
       const got = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/stripe', headers: t.auth });
       expect(got.body).toEqual(res.body);
-      const row = await p.ctx.store.read.first(p.ctx.store.db.selectFrom('payment_connections').selectAll().where('user_id', '=', t.userId));
+      const row = await p.ctx.store.read.first(p.ctx.store.db.selectFrom('payment_connections').selectAll().where('account_id', '=', t.accountId));
       expect(row!.api_key_sealed).toMatch(/^v1\./);
       expect(JSON.stringify(row)).not.toContain(key);
       expect(JSON.stringify(row)).not.toContain(endpoint.secret);
@@ -47,7 +47,7 @@ forEachStore('payments (happy)', (kind) => {
       expect(second.connectionId).not.toBe(first.connectionId);
       await expect.poll(() => [...double.endpoints.values()].some((e) => e.url === first.webhookUrl)).toBe(false);
       expect(double.calls('DELETE', '/v1/webhook_endpoints/').at(-1)!.key).toBe(first.key);
-      const rows = await p.ctx.store.read.all(p.ctx.store.db.selectFrom('payment_connections').select('id').where('user_id', '=', t.userId));
+      const rows = await p.ctx.store.read.all(p.ctx.store.db.selectFrom('payment_connections').select('id').where('account_id', '=', t.accountId));
       expect(rows.map((r) => r.id)).toEqual([second.connectionId]);
       // The old URL is gone: its events are a 404.
       const res = await send(p.ctx, { ...first }, 'checkout.session.completed', stripeObjects.checkoutSession({ id: 'cs_test_old' }));
@@ -62,7 +62,7 @@ forEachStore('payments (happy)', (kind) => {
       expect(res.raw.body).toBe('');
       expect([...double.endpoints.values()].some((e) => e.url === c.webhookUrl)).toBe(false);
       expect((await call(p.ctx, { method: 'GET', url: '/api/v1/payments/stripe', headers: t.auth })).body).toEqual({ connected: false });
-      expect(await p.ctx.store.read.first(p.ctx.store.db.selectFrom('payment_connections').select('id').where('user_id', '=', t.userId))).toBeUndefined();
+      expect(await p.ctx.store.read.first(p.ctx.store.db.selectFrom('payment_connections').select('id').where('account_id', '=', t.accountId))).toBeUndefined();
     });
   });
 
@@ -124,7 +124,7 @@ forEachStore('payments (happy)', (kind) => {
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ received: true });
 
-      const licenses = await licensesOf(p.ctx.store, t.userId);
+      const licenses = await licensesOf(p.ctx.store, t.accountId);
       expect(licenses).toHaveLength(1);
       expect(licenses[0]).toMatchObject({ product_id: product.id, type: 'perpetual', expires_at: null, max_devices: 2, email });
       expect(await purchaseMailsTo(p.ctx.store, email)).toBe(1);
@@ -161,7 +161,7 @@ forEachStore('payments (happy)', (kind) => {
       const { t, c, price } = await setup({ maxDevices: 3, licenseType: 'timed', offsetDays: 30 });
       const session = double.session(c.key, [{ priceId: price, quantity: 4 }]);
       await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: buyer() }));
-      const [license] = await licensesOf(p.ctx.store, t.userId);
+      const [license] = await licensesOf(p.ctx.store, t.accountId);
       expect(license!.max_devices).toBe(12);
       expect(license!.type).toBe('timed');
       // Counted from the purchase's processing time (the license is made in that same unit, a few ms on).
@@ -173,12 +173,12 @@ forEachStore('payments (happy)', (kind) => {
     it('a fixed expiry gives every license that date; one already past gives an expired license', async () => {
       const future = await setup({ licenseType: 'timed', fixedExpiresAt: '2040-03-01T12:00:00Z' });
       await send(p.ctx, future.c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: double.session(future.c.key, [{ priceId: future.price }]), email: buyer() }));
-      expect((await licensesOf(p.ctx.store, future.t.userId))[0]!.expires_at).toBe(Date.parse('2040-03-01T12:00:00Z'));
+      expect((await licensesOf(p.ctx.store, future.t.accountId))[0]!.expires_at).toBe(Date.parse('2040-03-01T12:00:00Z'));
 
       const past = await setup({ licenseType: 'timed', fixedExpiresAt: '2020-01-01' });
       const email = buyer();
       await send(p.ctx, past.c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: double.session(past.c.key, [{ priceId: past.price }]), email }));
-      const [license] = await licensesOf(p.ctx.store, past.t.userId);
+      const [license] = await licensesOf(p.ctx.store, past.t.accountId);
       expect(license!.expires_at).toBe(Date.parse('2020-01-01T00:00:00Z'));
       const activate = await call(p.ctx, {
         method: 'POST',
@@ -191,7 +191,7 @@ forEachStore('payments (happy)', (kind) => {
       // On a product with fallback, an expired license is fallbacked (valid, limited access): the one status rule, purchases included.
       const fallback = await setup({ licenseType: 'timed', fixedExpiresAt: '2020-01-01' }, { fallbackEnabled: true });
       await send(p.ctx, fallback.c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: double.session(fallback.c.key, [{ priceId: fallback.price }]), email: buyer() }));
-      const [fallbacked] = await licensesOf(p.ctx.store, fallback.t.userId);
+      const [fallbacked] = await licensesOf(p.ctx.store, fallback.t.accountId);
       const activated = await call(p.ctx, {
         method: 'POST',
         url: '/api/v1/public/licenses/activate',
@@ -207,7 +207,7 @@ forEachStore('payments (happy)', (kind) => {
       const unmapped = double.price(c.key);
       const session = double.session(c.key, [{ priceId: price }, { priceId: second }, { priceId: unmapped }]);
       await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: buyer() }));
-      const licenses = await licensesOf(p.ctx.store, t.userId);
+      const licenses = await licensesOf(p.ctx.store, t.accountId);
       expect(licenses.map((l) => l.max_devices).sort()).toEqual([1, 5]);
       const list = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth });
       expect(list.body.data[0].status).toBe('unmapped');
@@ -219,7 +219,7 @@ forEachStore('payments (happy)', (kind) => {
       const email = buyer();
       const session = double.session(c.key, [{ priceId: double.price(c.key) }]);
       expect((await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email }))).status).toBe(200);
-      expect(await licensesOf(p.ctx.store, t.userId)).toHaveLength(0);
+      expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(0);
       expect(await purchaseMailsTo(p.ctx.store, email)).toBe(0);
       const list = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth });
       expect(list.body.data).toMatchObject([{ sessionId: session, status: 'unmapped', licenseKeys: [] }]);
@@ -230,7 +230,7 @@ forEachStore('payments (happy)', (kind) => {
       const session = double.session(c.key, [{ priceId: price }]);
       const before = await rowCount(p.ctx.store, 'purchases');
       expect((await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: null }))).status).toBe(200);
-      const [license] = await licensesOf(p.ctx.store, t.userId);
+      const [license] = await licensesOf(p.ctx.store, t.accountId);
       expect(license!.email).toBeNull();
       expect(await rowCount(p.ctx.store, 'purchases')).toBe(before + 1);
       const list = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth });
@@ -243,15 +243,15 @@ forEachStore('payments (happy)', (kind) => {
       const session = double.session(c.key, [{ priceId: price }]);
       const unpaid = stripeObjects.checkoutSession({ id: session, email, paymentStatus: 'unpaid' });
       expect((await send(p.ctx, c, 'checkout.session.completed', unpaid)).status).toBe(200);
-      expect(await licensesOf(p.ctx.store, t.userId)).toHaveLength(0);
+      expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(0);
       expect(double.calls('GET', `/v1/checkout/sessions/${session}`)).toHaveLength(0);
 
       const paid = stripeObjects.checkoutSession({ id: session, email, paymentStatus: 'paid' });
       expect((await send(p.ctx, c, 'checkout.session.async_payment_succeeded', paid)).status).toBe(200);
-      expect(await licensesOf(p.ctx.store, t.userId)).toHaveLength(1);
+      expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(1);
       expect((await send(p.ctx, c, 'checkout.session.async_payment_succeeded', paid)).status).toBe(200);
       expect((await send(p.ctx, c, 'checkout.session.completed', paid)).status).toBe(200);
-      expect(await licensesOf(p.ctx.store, t.userId)).toHaveLength(1);
+      expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(1);
       expect(await purchaseMailsTo(p.ctx.store, email)).toBe(1);
     });
 
@@ -259,7 +259,7 @@ forEachStore('payments (happy)', (kind) => {
       const { t, c, price } = await setup({});
       const session = double.session(c.key, [{ priceId: price }]);
       await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: buyer(), paymentStatus: 'no_payment_required', amountTotal: 0 }));
-      expect(await licensesOf(p.ctx.store, t.userId)).toHaveLength(1);
+      expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(1);
     });
 
     for (const reversal of ['refunded', 'disputed'] as const) {
@@ -268,7 +268,7 @@ forEachStore('payments (happy)', (kind) => {
         const session = double.session(c.key, [{ priceId: price, quantity: 2 }]);
         const paymentIntent = `pi_${session.slice(-10)}`;
         await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: buyer(), paymentIntent }));
-        const [license] = await licensesOf(p.ctx.store, t.userId);
+        const [license] = await licensesOf(p.ctx.store, t.accountId);
         const event =
           reversal === 'refunded'
             ? (['charge.refunded', stripeObjects.charge({ paymentIntent, refunded: true })] as const)
@@ -290,7 +290,7 @@ forEachStore('payments (happy)', (kind) => {
       const email = buyer();
       expect((await send(p.ctx, c, 'charge.refunded', stripeObjects.charge({ paymentIntent: 'pi_early_refund', refunded: true }))).status).toBe(200);
       expect((await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email, paymentIntent: 'pi_early_refund' }))).status).toBe(200);
-      expect(await licensesOf(p.ctx.store, t.userId)).toHaveLength(0);
+      expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(0);
       expect(await purchaseMailsTo(p.ctx.store, email)).toBe(0);
       const list = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth });
       expect(list.body.data).toMatchObject([{ sessionId: session, status: 'refunded', licenseKeys: [] }]);
@@ -301,23 +301,23 @@ forEachStore('payments (happy)', (kind) => {
       const session = double.session(c.key, [{ priceId: price }]);
       await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: buyer(), paymentIntent: 'pi_partial1' }));
       expect((await send(p.ctx, c, 'charge.refunded', stripeObjects.charge({ paymentIntent: 'pi_partial1', refunded: false }))).status).toBe(200);
-      expect((await licensesOf(p.ctx.store, t.userId))[0]!.revoked).toBeFalsy();
+      expect((await licensesOf(p.ctx.store, t.accountId))[0]!.revoked).toBeFalsy();
     });
 
     it('emits purchase.completed and purchase.refunded with a plain purchase snapshot (account, status, license keys), actor provider stripe', async () => {
       const seen: DomainEvent[] = [];
       const { t, c, price } = await setup({});
-      p.ctx.services.events.subscribe((e) => void (eventAccountId(e) === t.userId && seen.push(e)));
+      p.ctx.services.events.subscribe((e) => void (eventAccountId(e) === t.accountId && seen.push(e)));
       const session = double.session(c.key, [{ priceId: price }]);
       await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: 'events@example.com', paymentIntent: 'pi_events_1' }));
       await send(p.ctx, c, 'charge.dispute.created', stripeObjects.dispute({ paymentIntent: 'pi_events_1' }));
-      const [license] = await licensesOf(p.ctx.store, t.userId);
+      const [license] = await licensesOf(p.ctx.store, t.accountId);
       expect(seen.map((e) => e.type)).toEqual(['license.created', 'purchase.completed', 'license.updated', 'purchase.refunded']);
       expect(seen.every((e) => e.actor.type === 'provider' && e.actor.provider === 'stripe')).toBe(true);
       const completed = seen[1]!;
       expect(completed.type === 'purchase.completed' && completed.purchase).toEqual({
         id: expect.stringMatching(/^pur_/),
-        accountId: t.userId,
+        accountId: t.accountId,
         provider: 'stripe',
         sessionId: session,
         email: 'events@example.com',
@@ -339,7 +339,7 @@ forEachStore('payments (happy)', (kind) => {
       const res = await send(p.ctx, c, 'customer.created', { id: 'cus_123', object: 'customer' });
       expect(res.status).toBe(200);
       expect(await rowCount(p.ctx.store, 'purchases')).toBeGreaterThanOrEqual(0);
-      expect(await licensesOf(p.ctx.store, t.userId)).toHaveLength(0);
+      expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(0);
     });
   });
 

@@ -40,10 +40,10 @@ forEachStore('payments (security)', (kind) => {
         expect(res.status, name).toBe(400);
         expect(res.body.error.code, name).toBe('invalid_signature');
       }
-      expect(await licensesOf(p.ctx.store, t.userId)).toHaveLength(0);
+      expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(0);
       // Within the 300 s tolerance it passes.
       expect((await deliver(p.ctx, c.connectionId, signedEvent(c.secret, 'checkout.session.completed', object, { timestamp: now - 290 }))).status).toBe(200);
-      expect(await licensesOf(p.ctx.store, t.userId)).toHaveLength(1);
+      expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(1);
     });
 
     it('an unknown connection is a 404; a non-JSON body with a valid signature is a 400', async () => {
@@ -69,7 +69,7 @@ forEachStore('payments (security)', (kind) => {
       const { t, c, object } = await sold();
       const big = { ...object, metadata: { note: 'x'.repeat(100 * 1024) } };
       expect((await send(p.ctx, c, 'checkout.session.completed', big)).status).toBe(200);
-      expect(await licensesOf(p.ctx.store, t.userId)).toHaveLength(1);
+      expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(1);
     });
 
     it('bodies over the limit are a 413 before anything is read', async () => {
@@ -124,8 +124,8 @@ forEachStore('payments (security)', (kind) => {
       double.price(bc.key, a.price);
       const session = double.session(bc.key, [{ priceId: a.price }]);
       expect((await send(p.ctx, bc, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: 'b-buyer@example.com' }))).status).toBe(200);
-      expect(await licensesOf(p.ctx.store, b.userId)).toHaveLength(0);
-      expect(await licensesOf(p.ctx.store, a.t.userId)).toHaveLength(0);
+      expect(await licensesOf(p.ctx.store, b.accountId)).toHaveLength(0);
+      expect(await licensesOf(p.ctx.store, a.t.accountId)).toHaveLength(0);
       expect((await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: b.auth })).body.data[0].status).toBe('unmapped');
     });
 
@@ -134,7 +134,7 @@ forEachStore('payments (security)', (kind) => {
       await send(p.ctx, a.c, 'checkout.session.completed', { ...a.object, payment_intent: 'pi_shared_123' });
       const b = await connectStripe(p, await createTenant(p.ctx));
       expect((await send(p.ctx, b, 'charge.refunded', stripeObjects.charge({ paymentIntent: 'pi_shared_123', refunded: true }))).status).toBe(200);
-      expect((await licensesOf(p.ctx.store, a.t.userId))[0]!.revoked).toBeFalsy();
+      expect((await licensesOf(p.ctx.store, a.t.accountId))[0]!.revoked).toBeFalsy();
     });
 
     it('without an API key the payment endpoints are 401; the webhook needs none but its signature', async () => {

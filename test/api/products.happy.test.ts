@@ -11,7 +11,7 @@ forEachStore('products API', (kind) => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       id: expect.stringMatching(/^p_/),
-      userId: t.userId,
+      userId: t.accountId,
       name: 'Editor',
       description: '',
       supportEmail: null,

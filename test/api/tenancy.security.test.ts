@@ -72,17 +72,17 @@ forEachStore('tenant isolation and API keys', (kind) => {
 
   it('a revoked API key stops working at once; the other keys keep working', async () => {
     const t = await createTenant(ctx);
-    const second = await ctx.services.apiKeys.create(cliPrincipal(t.userId), 'ci');
+    const second = await ctx.services.apiKeys.create(cliPrincipal(t.accountId), 'ci');
     // Both keys may share a creation millisecond: pick the tenant's own key by name, not by position.
-    const original = (await ctx.services.apiKeys.list(cliPrincipal(t.userId))).find((k) => k.name === 'test');
-    await ctx.services.apiKeys.revoke(cliPrincipal(t.userId), original!.id);
+    const original = (await ctx.services.apiKeys.list(cliPrincipal(t.accountId))).find((k) => k.name === 'test');
+    await ctx.services.apiKeys.revoke(cliPrincipal(t.accountId), original!.id);
     expect((await call(ctx, { method: 'GET', url: '/api/v1/products', headers: t.auth })).body.error.code).toBe('invalid_api_key');
     expect((await call(ctx, { method: 'GET', url: '/api/v1/products', headers: { authorization: `Bearer ${second.secret}` } })).status).toBe(200);
   });
 
   it('stores API keys only as SHA-256 hashes', async () => {
     const t = await createTenant(ctx);
-    const rows = await ctx.store.read.all(ctx.store.db.selectFrom('api_keys').selectAll().where('user_id', '=', t.userId));
+    const rows = await ctx.store.read.all(ctx.store.db.selectFrom('api_keys').selectAll().where('account_id', '=', t.accountId));
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows)).not.toContain(t.apiKey);
     expect(rows[0]!.key_hash).toMatch(/^[0-9a-f]{64}$/);
@@ -96,6 +96,6 @@ forEachStore('tenant isolation and API keys', (kind) => {
     await call(ctx, { method: 'POST', url: '/api/v1/licenses/activate', headers, json: { productId: p.id, device: { identifier: 'other-device', name: 'n' } } });
     const res = await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/activate', json: { licenseKey: l.key, deviceIdentifier: 'me', deviceName: 'n', productId: p.id } });
     const text = JSON.stringify(res.body);
-    for (const secret of [t.userId, 'secret@example.com', 'other-device', 'activeDevices', 'userId']) expect(text).not.toContain(secret);
+    for (const secret of [t.accountId, 'secret@example.com', 'other-device', 'activeDevices', 'userId']) expect(text).not.toContain(secret);
   });
 });

@@ -129,7 +129,7 @@ forEachStore('webhooks API (security)', (kind) => {
     const { SqlWebhookRepository } = await import('../../src/modules/webhooks/repository.ts');
     const { SecretBox } = await import('../../src/core/secret-box.ts');
     const permissive = new WebhookService(new SqlWebhookRepository(ctx.store), ctx.services.units, ctx.services.outbox, ctx.services.licenses, new SecretBox(ctx.config.secretKey, 'webhook-secrets'), true);
-    return permissive.create({ accountId: tenant.userId, actor: { type: 'cli' } }, { url, events: ['*'] });
+    return permissive.create({ accountId: tenant.accountId, actor: { type: 'cli' } }, { url, events: ['*'] });
   }
 
 });

@@ -5,7 +5,7 @@ import type { LicenseRecord } from '../../src/modules/licenses/types.ts';
 const NOW = Date.parse('2027-01-01T00:00:00Z');
 const license = (fields: Partial<LicenseRecord> = {}): LicenseRecord => ({
   key: 'AAAAA-BBBBB-CCCCC-DDDDD-EEEEE',
-  userId: 'u1',
+  accountId: 'u1',
   productId: 'p_right',
   type: 'perpetual',
   expiresAt: null,

@@ -67,8 +67,8 @@ describe('activity service', () => {
     fail = false;
     await activity.flush();
     expect(written[0]!.sort((a, b) => a.day - b.day)).toEqual([
-      { productId: 'p', userId: 'u', day: 100, activations: 0, validations: 1 },
-      { productId: 'p', userId: 'u', day: 101, activations: 1, validations: 1 },
+      { productId: 'p', accountId: 'u', day: 100, activations: 0, validations: 1 },
+      { productId: 'p', accountId: 'u', day: 101, activations: 1, validations: 1 },
     ]);
     await activity.flush();
     expect(written).toHaveLength(1);

@@ -64,14 +64,14 @@ forEachStore('dashboard accounts', (kind) => {
       const t = await createTenant(ctx);
       const browser = await signIn(ctx, t.email);
       const token = browser.cookie('tessera_dashboard')!;
-      const rows = await ctx.store.read.all(ctx.store.db.selectFrom('dashboard_sessions').selectAll().where('user_id', '=', t.userId));
+      const rows = await ctx.store.read.all(ctx.store.db.selectFrom('dashboard_sessions').selectAll().where('account_id', '=', t.accountId));
       expect(rows).toHaveLength(1);
       expect(rows[0]!.token_hash).not.toContain(token);
       expect(JSON.stringify(rows)).not.toContain(token);
       await browser.request('GET', '/dashboard');
       const out = await browser.request('POST', '/dashboard/logout', { csrf: browser.csrf });
       expect(out.headers.location).toBe('/dashboard/login?notice=signed-out');
-      expect(await ctx.store.read.all(ctx.store.db.selectFrom('dashboard_sessions').selectAll().where('user_id', '=', t.userId))).toHaveLength(0);
+      expect(await ctx.store.read.all(ctx.store.db.selectFrom('dashboard_sessions').selectAll().where('account_id', '=', t.accountId))).toHaveLength(0);
       // The old cookie is worth nothing now.
       const replay = await ctx.app.inject({ method: 'GET', url: '/dashboard', headers: { cookie: `tessera_dashboard=${token}` } });
       expect(replay.statusCode).toBe(303);
@@ -97,7 +97,7 @@ forEachStore('dashboard accounts', (kind) => {
       const t = await createTenant(ctx);
       const browser = await signIn(ctx, t.email);
       const eightDaysAgo = Date.now() - 8 * 24 * 3600_000;
-      await ctx.store.write((tx) => tx.run(ctx.store.db.updateTable('dashboard_sessions').set({ last_seen_at: eightDaysAgo }).where('user_id', '=', t.userId)));
+      await ctx.store.write((tx) => tx.run(ctx.store.db.updateTable('dashboard_sessions').set({ last_seen_at: eightDaysAgo }).where('account_id', '=', t.accountId)));
       const res = await browser.request('GET', '/dashboard/products');
       expect(res.status).toBe(303);
       expect(res.headers.location).toContain('notice=session-ended');
@@ -159,7 +159,7 @@ forEachStore('dashboard accounts', (kind) => {
       expect(unknown.status).toBe(known.status);
       expect(textOf(unknown.body).replace('nobody@example.com', 'X')).toBe(textOf(known.body).replace(t.email, 'X').replace(/value="[^"]+"/g, ''));
       const mail = await transport.waitFor(t.email, 'password_reset');
-      await ctx.store.write((tx) => tx.run(ctx.store.db.updateTable('dashboard_password_resets').set({ expires_at: Date.now() - 1 }).where('user_id', '=', t.userId)));
+      await ctx.store.write((tx) => tx.run(ctx.store.db.updateTable('dashboard_password_resets').set({ expires_at: Date.now() - 1 }).where('account_id', '=', t.accountId)));
       expect((await browser.request('GET', resetLinkIn(mail.text))).status).toBe(400);
       await waitUntil(() => transport.sent.length > 0);
       expect(transport.sent.some((m) => m.to === 'nobody@example.com')).toBe(false);

@@ -113,7 +113,7 @@ forEachStore('dashboard sign-in security', (kind) => {
       expect(limited.status).toBe(429);
       expect(limited.body).toContain('Too many requests');
       expect((await browser.request('POST', '/dashboard/account/password', { currentPassword: PASSWORD, newPassword: 'a brand new password', csrf })).status).toBe(429);
-      expect(await ctx.store.read.all(ctx.store.db.selectFrom('dashboard_email_changes').selectAll().where('user_id', '=', t.userId))).toHaveLength(0);
+      expect(await ctx.store.read.all(ctx.store.db.selectFrom('dashboard_email_changes').selectAll().where('account_id', '=', t.accountId))).toHaveLength(0);
       expect(await ctx.services.accounts.verifyPassword(t.email, PASSWORD)).toBeDefined();
       // Another account is counted on its own.
       const other = await createTenant(ctx);

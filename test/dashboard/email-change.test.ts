@@ -12,7 +12,7 @@ const freshAddress = () => `moved${++counter}-${Date.now()}@example.com`;
 forEachStore('dashboard e-mail change', (kind) => {
   const transport = new CapturingTransport();
   const ctx = useTestApp(kind, { app: { mail: { transport, worker: { pollMs: 20 } } } });
-  const pending = (userId: string) => ctx.store.read.all(ctx.store.db.selectFrom('dashboard_email_changes').selectAll().where('user_id', '=', userId));
+  const pending = (accountId: string) => ctx.store.read.all(ctx.store.db.selectFrom('dashboard_email_changes').selectAll().where('account_id', '=', accountId));
 
   /** Asks for the change from the account page and returns the link e-mailed to the new address (as stored: lower case). */
   async function ask(browser: WebBrowser, newEmail: string): Promise<string> {
@@ -37,22 +37,22 @@ forEachStore('dashboard e-mail change', (kind) => {
       expect(textOf(page.body)).toContain('A confirmation link is on its way to the new address.');
       expect(textOf(page.body)).toContain(`Waiting for ${newEmail} to confirm`);
       // Nothing changes before the link is used.
-      expect((await ctx.services.accounts.findById(t.userId))!.email).toBe(t.email);
+      expect((await ctx.services.accounts.findById(t.accountId))!.email).toBe(t.email);
 
       const elsewhere = new WebBrowser(ctx);
       const form = await elsewhere.request('GET', link);
       expect(form.status).toBe(200);
       expect(form.body).toContain('<h1>Confirm your new e-mail address</h1>');
       expect(textOf(form.body)).toContain(`will sign in as ${newEmail}`);
-      expect((await ctx.services.accounts.findById(t.userId))!.email).toBe(t.email);
+      expect((await ctx.services.accounts.findById(t.accountId))!.email).toBe(t.email);
 
       const csrf = elsewhere.csrf;
       const done = await elsewhere.request('POST', '/dashboard/email/confirm', { token: tokenOf(link), csrf });
       expect(done.status).toBe(200);
       expect(textOf(done.body)).toContain(`You sign in as ${newEmail} from now on.`);
-      expect((await ctx.services.accounts.findById(t.userId))!.email).toBe(newEmail);
+      expect((await ctx.services.accounts.findById(t.accountId))!.email).toBe(newEmail);
       expect(await ctx.services.accounts.findByEmail(t.email)).toBeUndefined();
-      expect(await pending(t.userId)).toHaveLength(0);
+      expect(await pending(t.accountId)).toHaveLength(0);
 
       const notice = await transport.waitFor(t.email, 'email_changed');
       expect(notice.text).toContain(`now signs in as ${newEmail}`);
@@ -79,14 +79,14 @@ forEachStore('dashboard e-mail change', (kind) => {
       const first = await ask(browser, freshAddress());
       const secondAddress = freshAddress();
       const second = await ask(browser, secondAddress);
-      expect(await pending(t.userId)).toHaveLength(1);
+      expect(await pending(t.accountId)).toHaveLength(1);
       expect((await visitor.request('GET', first)).status).toBe(400);
 
       await visitor.request('GET', second);
       expect((await visitor.request('POST', '/dashboard/email/confirm', { token: tokenOf(second), csrf: visitor.csrf })).status).toBe(200);
       const resetLink = /http:\/\/[^\s]+\/dashboard\/reset\?token=[A-Za-z0-9_-]+/.exec(reset.text)![0];
       expect((await visitor.request('GET', resetLink)).status).toBe(400);
-      expect((await ctx.services.accounts.findById(t.userId))!.email).toBe(secondAddress);
+      expect((await ctx.services.accounts.findById(t.accountId))!.email).toBe(secondAddress);
     });
   });
 
@@ -112,9 +112,9 @@ forEachStore('dashboard e-mail change', (kind) => {
         if (fields.newEmail) expect(res.body).toContain(`value="${fields.newEmail}"`);
         expect(res.body).not.toContain(PASSWORD);
       }
-      expect(await pending(t.userId)).toHaveLength(0);
+      expect(await pending(t.accountId)).toHaveLength(0);
       expect(transport.sent.length).toBe(before);
-      expect((await ctx.services.accounts.findById(t.userId))!.email).toBe(t.email);
+      expect((await ctx.services.accounts.findById(t.accountId))!.email).toBe(t.email);
     });
 
     it('answers a dead, expired or missing link with a clear page, and a taken address with 409', async () => {
@@ -128,7 +128,7 @@ forEachStore('dashboard e-mail change', (kind) => {
       }
 
       const expired = await ask(browser, freshAddress());
-      await ctx.store.write((tx) => tx.run(ctx.store.db.updateTable('dashboard_email_changes').set({ expires_at: Date.now() - 1 }).where('user_id', '=', t.userId)));
+      await ctx.store.write((tx) => tx.run(ctx.store.db.updateTable('dashboard_email_changes').set({ expires_at: Date.now() - 1 }).where('account_id', '=', t.accountId)));
       await visitor.request('GET', '/dashboard/forgot'); // a page with a CSRF token for this browser
       const csrf = visitor.csrf;
       expect((await visitor.request('GET', expired)).status).toBe(400);
@@ -142,7 +142,7 @@ forEachStore('dashboard e-mail change', (kind) => {
       const taken = await visitor.request('POST', '/dashboard/email/confirm', { token: tokenOf(link), csrf: visitor.csrf });
       expect(taken.status).toBe(409);
       expect(textOf(taken.body)).toContain('Another account uses this e-mail address now');
-      expect((await ctx.services.accounts.findById(t.userId))!.email).toBe(t.email);
+      expect((await ctx.services.accounts.findById(t.accountId))!.email).toBe(t.email);
       expect(transport.sent.some((m) => m.to === t.email && m.kind === 'email_changed')).toBe(false);
     });
   });
@@ -154,11 +154,11 @@ forEachStore('dashboard e-mail change', (kind) => {
       await browser.request('GET', '/dashboard/account');
       const forged = await browser.request('POST', '/dashboard/account/email', { newEmail: freshAddress(), password: PASSWORD });
       expect(forged.status).toBe(403);
-      expect(await pending(t.userId)).toHaveLength(0);
+      expect(await pending(t.accountId)).toHaveLength(0);
 
       const newEmail = freshAddress();
       const link = await ask(browser, newEmail);
-      const rows = await pending(t.userId);
+      const rows = await pending(t.accountId);
       expect(rows).toHaveLength(1);
       expect(JSON.stringify(rows)).not.toContain(tokenOf(link));
 
@@ -166,10 +166,10 @@ forEachStore('dashboard e-mail change', (kind) => {
       await visitor.request('GET', link);
       const noCsrf = await visitor.request('POST', '/dashboard/email/confirm', { token: tokenOf(link) });
       expect(noCsrf.status).toBe(403);
-      expect((await ctx.services.accounts.findById(t.userId))!.email).toBe(t.email);
+      expect((await ctx.services.accounts.findById(t.accountId))!.email).toBe(t.email);
       // A GET never changes the address (mail scanners open links).
       for (let i = 0; i < 2; i++) expect((await visitor.request('GET', link)).status).toBe(200);
-      expect((await ctx.services.accounts.findById(t.userId))!.email).toBe(t.email);
+      expect((await ctx.services.accounts.findById(t.accountId))!.email).toBe(t.email);
     });
 
     it('confirms a link once when it is used twice at the same time', async () => {
@@ -183,7 +183,7 @@ forEachStore('dashboard e-mail change', (kind) => {
       await b.request('GET', link);
       const answers = await Promise.all([a, b].map((x) => x.request('POST', '/dashboard/email/confirm', { token: tokenOf(link), csrf: x.csrf })));
       expect(answers.map((r) => r.status).sort()).toEqual([200, 400]);
-      expect((await ctx.services.accounts.findById(t.userId))!.email).toBe(newEmail);
+      expect((await ctx.services.accounts.findById(t.accountId))!.email).toBe(newEmail);
     });
 
     it('gives an address to one of two accounts confirming it at the same time', async () => {
@@ -200,7 +200,7 @@ forEachStore('dashboard e-mail change', (kind) => {
       );
       const answers = await Promise.all(visitors.map((v, i) => v.request('POST', '/dashboard/email/confirm', { token: tokenOf(links[i]!), csrf: v.csrf })));
       expect(answers.map((r) => r.status).sort()).toEqual([200, 409]);
-      const emails = await Promise.all(tenants.map(async (t) => (await ctx.services.accounts.findById(t.userId))!.email));
+      const emails = await Promise.all(tenants.map(async (t) => (await ctx.services.accounts.findById(t.accountId))!.email));
       expect(emails.filter((e) => e === wanted)).toHaveLength(1);
     });
   });

@@ -9,7 +9,7 @@ const licenseState = (ctx: TestContext, key: string) => async () =>
   (await ctx.store.read.all(ctx.store.db.selectFrom('licenses').selectAll().where('key', '=', key))).concat(
     (await ctx.store.read.all(ctx.store.db.selectFrom('devices').selectAll().where('license_key', '=', key))) as never[],
   );
-const productState = (ctx: TestContext, t: Tenant) => () => ctx.store.read.all(ctx.store.db.selectFrom('products').selectAll().where('user_id', '=', t.userId));
+const productState = (ctx: TestContext, t: Tenant) => () => ctx.store.read.all(ctx.store.db.selectFrom('products').selectAll().where('account_id', '=', t.accountId));
 const PRODUCT_FIELDS: Fields = { name: 'Good product', description: 'd', portalShow: 'on', portalDeviceResetLimit: '3', portalDeviceResetWindowDays: '30' };
 
 async function licensed(ctx: TestContext, t: Tenant, fields: Record<string, unknown> = {}) {
@@ -60,7 +60,7 @@ const CASES: FormCase[] = [
         action: '/dashboard/licenses/new',
         good: { productId: p.id, type: 'timed', expiresAt: '2031-01-31', maxDevices: '2', email: 'buyer@example.com' },
         bad: { fields: { productId: p.id, type: 'timed', expiresAt: '', maxDevices: '2' }, message: 'Expires at is required for a timed license.' },
-        state: () => ctx.store.read.all(ctx.store.db.selectFrom('licenses').selectAll().where('user_id', '=', t.userId)),
+        state: () => ctx.store.read.all(ctx.store.db.selectFrom('licenses').selectAll().where('account_id', '=', t.accountId)),
         owned: false,
       };
     },
@@ -90,7 +90,7 @@ const CASES: FormCase[] = [
     name: 'license un-revoke',
     prepare: async (ctx, t) => {
       const { license, page } = await licensed(ctx, t);
-      await ctx.services.licenses.update({ accountId: t.userId, actor: { type: 'cli' } }, license.key, { revoked: true });
+      await ctx.services.licenses.update({ accountId: t.accountId, actor: { type: 'cli' } }, license.key, { revoked: true });
       return { page, action: `${page}/unrevoke`, good: {}, state: licenseState(ctx, license.key), owned: true };
     },
   },
@@ -121,8 +121,8 @@ const CASES: FormCase[] = [
   {
     name: 'purchase e-mail',
     prepare: async (ctx, t) => {
-      const { page } = await licensed(ctx, t, { email: `mail-${t.userId}@example.com` });
-      const state = () => ctx.store.read.all(ctx.store.db.selectFrom('outbox').select('id').where('payload', 'like', `%mail-${t.userId}@example.com%`));
+      const { page } = await licensed(ctx, t, { email: `mail-${t.accountId}@example.com` });
+      const state = () => ctx.store.read.all(ctx.store.db.selectFrom('outbox').select('id').where('payload', 'like', `%mail-${t.accountId}@example.com%`));
       return { page, action: `${page}/send-email`, good: {}, state, owned: true };
     },
   },
@@ -161,7 +161,7 @@ const CASES: FormCase[] = [
     name: 'token key pair copied from another product',
     prepare: async (ctx, t) => {
       const source = await createProduct(ctx, t);
-      await ctx.services.licenseTokens.replaceKeyPair(cliPrincipal(t.userId), source.id, {});
+      await ctx.services.licenseTokens.replaceKeyPair(cliPrincipal(t.accountId), source.id, {});
       const p = await createProduct(ctx, t);
       const page = `/dashboard/products/${p.id}/tokens`;
       return {
@@ -201,19 +201,19 @@ const CASES: FormCase[] = [
       action: '/dashboard/api-keys',
       good: { name: 'Web shop' },
       bad: { fields: { name: ' ' }, message: 'Name is required.' },
-      state: () => ctx.store.read.all(ctx.store.db.selectFrom('api_keys').select(['id', 'revoked_at']).where('user_id', '=', t.userId)),
+      state: () => ctx.store.read.all(ctx.store.db.selectFrom('api_keys').select(['id', 'revoked_at']).where('account_id', '=', t.accountId)),
       owned: false,
     }),
   },
   {
     name: 'API key revoke',
     prepare: async (ctx, t) => {
-      const keyId = (await ctx.services.apiKeys.list({ accountId: t.userId, actor: { type: 'cli' } }))[0]!.id;
+      const keyId = (await ctx.services.apiKeys.list({ accountId: t.accountId, actor: { type: 'cli' } }))[0]!.id;
       return {
         page: '/dashboard/api-keys',
         action: `/dashboard/api-keys/${keyId}/revoke`,
         good: {},
-        state: () => ctx.store.read.all(ctx.store.db.selectFrom('api_keys').select(['id', 'revoked_at']).where('user_id', '=', t.userId)),
+        state: () => ctx.store.read.all(ctx.store.db.selectFrom('api_keys').select(['id', 'revoked_at']).where('account_id', '=', t.accountId)),
         owned: true,
         destructive: true,
       };
@@ -226,7 +226,7 @@ const CASES: FormCase[] = [
       action: '/dashboard/portal',
       good: { email: 'customer@example.com' },
       bad: { fields: { email: 'nope' }, message: 'Email must be a valid e-mail address' },
-      state: () => ctx.store.read.all(ctx.store.db.selectFrom('portal_tokens').select('token_hash').where('user_id', '=', t.userId)),
+      state: () => ctx.store.read.all(ctx.store.db.selectFrom('portal_tokens').select('token_hash').where('account_id', '=', t.accountId)),
       owned: false,
     }),
   },

@@ -9,8 +9,8 @@ import { type StripeDouble, stripeObjects } from '../support/stripe-double.ts';
 const XSS = `<script>alert(1)</script><img src=x onerror=alert(2)>"'`;
 let n = 0;
 
-const connections = (ctx: TestContext, t: Tenant) => () => ctx.store.read.all(ctx.store.db.selectFrom('payment_connections').selectAll().where('user_id', '=', t.userId));
-const mappings = (ctx: TestContext, t: Tenant) => () => ctx.store.read.all(ctx.store.db.selectFrom('price_mappings').selectAll().where('user_id', '=', t.userId));
+const connections = (ctx: TestContext, t: Tenant) => () => ctx.store.read.all(ctx.store.db.selectFrom('payment_connections').selectAll().where('account_id', '=', t.accountId));
+const mappings = (ctx: TestContext, t: Tenant) => () => ctx.store.read.all(ctx.store.db.selectFrom('price_mappings').selectAll().where('account_id', '=', t.accountId));
 
 function cases(double: StripeDouble): FormCase[] {
   const connected = async (ctx: TestContext, t: Tenant) => {

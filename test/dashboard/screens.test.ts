@@ -134,7 +134,7 @@ forEachStore('dashboard screens', (kind) => {
     expect(ask.body).toContain('name="force"');
     const unticked = await browser.request('POST', `/dashboard/products/${product.id}/delete`, { confirm: 'yes', csrf });
     expect(textOf(unticked.body)).toContain('Tick the box to delete the licenses too.');
-    expect(await ctx.services.products.get(cliPrincipal(t.userId), product.id)).toMatchObject({ id: product.id });
+    expect(await ctx.services.products.get(cliPrincipal(t.accountId), product.id)).toMatchObject({ id: product.id });
     const done = await browser.request('POST', `/dashboard/products/${product.id}/delete`, { confirm: 'yes', force: 'on', csrf });
     expect(done.status).toBe(303);
     expect((await call(ctx, { method: 'GET', url: `/api/v1/products/${product.id}`, headers: t.auth })).status).toBe(404);
@@ -284,7 +284,7 @@ forEachStore('dashboard screens', (kind) => {
     it("shows the license's changes newest first with their type, actor, changes and time; another account gets a 404", async () => {
       const t = await createTenant(ctx);
       const p = await createProduct(ctx, t);
-      const { secret } = await ctx.services.apiKeys.create(cliPrincipal(t.userId), XSS.slice(0, 90));
+      const { secret } = await ctx.services.apiKeys.create(cliPrincipal(t.accountId), XSS.slice(0, 90));
       const license = await createLicense(ctx, t, p.id, { email: 'first@example.com' });
       const browser = await signIn(ctx, t.email);
       const page = `/dashboard/licenses/${license.key}`;
@@ -319,13 +319,13 @@ forEachStore('dashboard screens', (kind) => {
       // A failed validation is not counted.
       await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/validate', json: { ...body, deviceIdentifier: 'unknown' } });
       // Nothing written yet: the counts live in memory until the flush.
-      expect(await ctx.store.read.all(ctx.store.db.selectFrom('activity_daily').selectAll().where('user_id', '=', t.userId))).toEqual([]);
+      expect(await ctx.store.read.all(ctx.store.db.selectFrom('activity_daily').selectAll().where('account_id', '=', t.accountId))).toEqual([]);
       const browser = await signIn(ctx, t.email);
       const today = new Date().toISOString().slice(0, 10);
       const row = (body: string) => new RegExp(`<tr><td>${today}</td><td class="num">(\\d+)</td><td class="num">(\\d+)</td></tr>`).exec(body)!.slice(1).map(Number);
       expect(row((await browser.request('GET', '/dashboard/activity')).body)).toEqual([1, 3]);
       await ctx.services.activity.flush();
-      const stored = await ctx.store.read.all(ctx.store.db.selectFrom('activity_daily').selectAll().where('user_id', '=', t.userId));
+      const stored = await ctx.store.read.all(ctx.store.db.selectFrom('activity_daily').selectAll().where('account_id', '=', t.accountId));
       expect(stored.map((r) => [r.product_id, Number(r.activations), Number(r.validations)])).toEqual([[p.id, 1, 3]]);
       // After the flush the page reads the same numbers from the store, and a second flush adds to them.
       await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/validate', json: body });

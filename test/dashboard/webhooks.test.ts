@@ -8,7 +8,7 @@ import { WebhookReceiver } from '../support/webhook-receiver.ts';
 
 const XSS = `<script>alert(1)</script><img src=x onerror=alert(2)>"'`;
 
-const endpoints = (ctx: TestContext, t: Tenant) => () => ctx.store.read.all(ctx.store.db.selectFrom('webhook_endpoints').selectAll().where('user_id', '=', t.userId));
+const endpoints = (ctx: TestContext, t: Tenant) => () => ctx.store.read.all(ctx.store.db.selectFrom('webhook_endpoints').selectAll().where('account_id', '=', t.accountId));
 const deliveries = (ctx: TestContext, endpointId: string) => () => ctx.store.read.all(ctx.store.db.selectFrom('webhook_deliveries').select(['id', 'status', 'attempts']).where('endpoint_id', '=', endpointId).orderBy('id'));
 
 async function createEndpoint(ctx: TestContext, t: Tenant, url: string, events = ['*']) {

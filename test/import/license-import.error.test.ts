@@ -6,7 +6,7 @@ import { forEachStore } from '../support/stores.ts';
 
 forEachStore('license import: bad files and rows', (kind) => {
   const ctx = useTestApp(kind);
-  const importAs = (userId: string, text: string, format: 'csv' | 'json') => importLicenseFile(ctx.services.licenses, cliPrincipal(userId), text, format);
+  const importAs = (accountId: string, text: string, format: 'csv' | 'json') => importLicenseFile(ctx.services.licenses, cliPrincipal(accountId), text, format);
   const exists = async (auth: Record<string, string>, key: string) => (await call(ctx, { method: 'GET', url: '/api/v1/licenses', headers: { ...auth, 'license-key': key } })).status === 200;
 
   it('reports every bad CSV row with its line, field and reason, and imports nothing from the file', async () => {
@@ -32,7 +32,7 @@ forEachStore('license import: bad files and rows', (kind) => {
       `BAD14-AAAAA-BBBBB-CCCCC-DDDDD,${p.id},perpetual,,1,,,,"[{""identifier"":""${'x'.repeat(97)}"",""name"":""A""}]"`,
       `BAD15,too,few`,
     ].join('\n');
-    const report = await importAs(t.userId, csv, 'csv');
+    const report = await importAs(t.accountId, csv, 'csv');
     expect(report.ok).toBe(false);
     expect(report.created).toBe(0);
     // Lines: the header is line 1. Format errors (cell count, devices JSON) are found first, then the rules.
@@ -41,7 +41,7 @@ forEachStore('license import: bad files and rows', (kind) => {
       [16, undefined, 'has 3 cells; the header has 9'],
     ]);
     const fixed = csv.split('\n').filter((_, i) => i !== 10 && i !== 15).join('\n');
-    const rules = await importAs(t.userId, fixed, 'csv');
+    const rules = await importAs(t.accountId, fixed, 'csv');
     expect(rules.errors.map((e) => ['line' in e.at ? e.at.line : -1, e.field, e.message])).toEqual([
       [3, 'key', expect.stringContaining('five groups of five')],
       [4, 'expiresAt', 'is required for a timed license'],
@@ -72,9 +72,9 @@ forEachStore('license import: bad files and rows', (kind) => {
       { key: 'WRONG-DDDDD-BBBBB-CCCCC-DDDDD', productId: p.id, type: 'perpetual', maxDevices: 1, devices: [null] },
       { key: 'WRONG-EEEEE-BBBBB-CCCCC-DDDDD', productId: p.id, type: 'perpetual', maxDevices: 1, devices: [{ identifier: 'a', name: 'A', activationDate: 'yesterday' }] },
     ];
-    const shaped = await importAs(t.userId, JSON.stringify(items), 'json');
+    const shaped = await importAs(t.accountId, JSON.stringify(items), 'json');
     expect(shaped.errors).toEqual([{ at: { index: 1 }, message: 'must be an object' }]);
-    const rules = await importAs(t.userId, JSON.stringify(items.filter((_, i) => i !== 1)), 'json');
+    const rules = await importAs(t.accountId, JSON.stringify(items.filter((_, i) => i !== 1)), 'json');
     expect(rules.errors.map((e) => ['index' in e.at ? e.at.index : -1, e.field])).toEqual([
       [1, 'key'],
       [2, 'maxDevices'],
@@ -84,11 +84,11 @@ forEachStore('license import: bad files and rows', (kind) => {
       [6, 'devices.0.activationDate'],
     ]);
     expect(await exists(t.auth, 'OKAY1-AAAAA-BBBBB-CCCCC-DDDDD')).toBe(false);
-    expect((await importAs(t.userId, '{"key": "x"}', 'json')).errors[0]!.message).toMatch(/JSON array/);
-    expect((await importAs(t.userId, '[{', 'json')).errors[0]!.message).toMatch(/not valid JSON/);
-    expect((await importAs(t.userId, '', 'csv')).errors[0]!.message).toMatch(/header row/);
-    expect((await importAs(t.userId, 'key,product_id\n', 'csv')).errors[0]!.message).toMatch(/unknown column\(s\) product_id/);
-    expect((await importAs(t.userId, 'key,productId\n"unterminated,x\n', 'csv')).errors).toEqual([{ at: { line: 2 }, message: 'a quoted cell is never closed' }]);
+    expect((await importAs(t.accountId, '{"key": "x"}', 'json')).errors[0]!.message).toMatch(/JSON array/);
+    expect((await importAs(t.accountId, '[{', 'json')).errors[0]!.message).toMatch(/not valid JSON/);
+    expect((await importAs(t.accountId, '', 'csv')).errors[0]!.message).toMatch(/header row/);
+    expect((await importAs(t.accountId, 'key,product_id\n', 'csv')).errors[0]!.message).toMatch(/unknown column\(s\) product_id/);
+    expect((await importAs(t.accountId, 'key,productId\n"unterminated,x\n', 'csv')).errors).toEqual([{ at: { line: 2 }, message: 'a quoted cell is never closed' }]);
   });
 
   it("a key another account holds is refused (never overwritten); the caller's own existing key is skipped", async () => {
@@ -98,9 +98,9 @@ forEachStore('license import: bad files and rows', (kind) => {
     const t = await createTenant(ctx);
     const p = await createProduct(ctx, t);
     const json = JSON.stringify([{ key: taken.key, productId: p.id, type: 'perpetual', maxDevices: 1 }]);
-    const refused = await importAs(t.userId, json, 'json');
+    const refused = await importAs(t.accountId, json, 'json');
     expect(refused.errors).toEqual([{ at: { index: 0 }, key: taken.key, field: 'key', message: 'is already in use by another account' }]);
-    const mine = await importAs(owner.userId, JSON.stringify([{ key: taken.key.toLowerCase(), productId: op.id, type: 'timed', expiresAt: '2020-01-01', maxDevices: 9 }]), 'json');
+    const mine = await importAs(owner.accountId, JSON.stringify([{ key: taken.key.toLowerCase(), productId: op.id, type: 'timed', expiresAt: '2020-01-01', maxDevices: 9 }]), 'json');
     expect(mine).toMatchObject({ ok: true, created: 0, skipped: 1 });
     const after = await call(ctx, { method: 'GET', url: '/api/v1/licenses', headers: { ...owner.auth, 'license-key': taken.key } });
     expect(after.body).toMatchObject({ type: 'perpetual', maxDevices: taken.maxDevices });
@@ -110,7 +110,7 @@ forEachStore('license import: bad files and rows', (kind) => {
     const t = await createTenant(ctx);
     const p = await createProduct(ctx, t);
     const good = { key: 'UNITA-AAAAA-BBBBB-CCCCC-DDDDD', productId: p.id, type: 'perpetual' as const, maxDevices: 1 };
-    await expect(ctx.services.licenses.importLicenses(cliPrincipal(t.userId), [good, { ...good, key: 'UNITB-AAAAA-BBBBB-CCCCC-DDDDD', maxDevices: 0 }])).rejects.toMatchObject({
+    await expect(ctx.services.licenses.importLicenses(cliPrincipal(t.accountId), [good, { ...good, key: 'UNITB-AAAAA-BBBBB-CCCCC-DDDDD', maxDevices: 0 }])).rejects.toMatchObject({
       code: 'invalid_request',
       issues: [{ path: '1.maxDevices', message: 'must be an integer from 1 to 100000' }],
     });
@@ -121,7 +121,7 @@ forEachStore('license import: bad files and rows', (kind) => {
     const t = await createTenant(ctx);
     const p = await createProduct(ctx, t);
     const json = JSON.stringify(Array.from({ length: 50 }, (_, i) => ({ key: `RACE${String.fromCharCode(65 + (i % 26))}-${String(i).padStart(5, '0')}-BBBBB-CCCCC-DDDDD`, productId: p.id, type: 'perpetual', maxDevices: 1 })));
-    const [a, b] = await Promise.all([importAs(t.userId, json, 'json'), importAs(t.userId, json, 'json')]);
+    const [a, b] = await Promise.all([importAs(t.accountId, json, 'json'), importAs(t.accountId, json, 'json')]);
     expect(a.created + b.created).toBe(50);
     // A loser's batch (PostgreSQL, where both may find the keys free) says what happened, not the driver's words.
     for (const error of [...a.errors, ...b.errors]) {
@@ -130,7 +130,7 @@ forEachStore('license import: bad files and rows', (kind) => {
     }
     const list = await call(ctx, { method: 'GET', url: `/api/v1/products/${p.id}/licenses?limit=100`, headers: t.auth });
     expect(list.body.data).toHaveLength(50);
-    expect(await importAs(t.userId, json, 'json')).toMatchObject({ ok: true, created: 0, skipped: 50 });
+    expect(await importAs(t.accountId, json, 'json')).toMatchObject({ ok: true, created: 0, skipped: 50 });
   });
 });
 

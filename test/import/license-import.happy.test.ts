@@ -7,7 +7,7 @@ import { forEachStore } from '../support/stores.ts';
 
 forEachStore('license import', (kind) => {
   const ctx = useTestApp(kind);
-  const importAs = (userId: string, text: string, format: 'csv' | 'json', options = {}) => importLicenseFile(ctx.services.licenses, cliPrincipal(userId), text, format, options);
+  const importAs = (accountId: string, text: string, format: 'csv' | 'json', options = {}) => importLicenseFile(ctx.services.licenses, cliPrincipal(accountId), text, format, options);
   const getLicense = async (auth: Record<string, string>, key: string) => call(ctx, { method: 'GET', url: '/api/v1/licenses', headers: { ...auth, 'license-key': key } });
 
   it('imports CSV with keys in the hosted format, dates, revocation and devices kept; the keys work on the public API', async () => {
@@ -21,13 +21,13 @@ forEachStore('license import', (kind) => {
       `ZZZZZ-22222-YYYYY-33333-XXXXX,${p.id},timed,2030-01-01,1,,true,2024-02-01,,`,
       '',
     ].join('\r\n');
-    const report = await importAs(t.userId, csv, 'csv');
+    const report = await importAs(t.accountId, csv, 'csv');
     expect(report).toEqual({ ok: true, dryRun: false, rows: 2, created: 2, skipped: 0, errors: [] });
 
     const first = await getLicense(t.auth, 'K0O1I-ABCDE-FGHIJ-KLMNO-PQRST');
     expect(first.body).toEqual({
       key: 'K0O1I-ABCDE-FGHIJ-KLMNO-PQRST',
-      userId: t.userId,
+      userId: t.accountId,
       productId: p.id,
       type: 'perpetual',
       expiresAt: null,
@@ -58,9 +58,9 @@ forEachStore('license import', (kind) => {
       { key: 'JSON1-AAAAA-BBBBB-CCCCC-DDDDD', userId: 'someone-else', productId: p.id, type: 'timed', expiresAt: '2031-05-06T07:08:09.000Z', revoked: false, email: null, maxDevices: 3, createdAt: '2023-12-31T23:59:59.999Z', activeDevices: [{ identifier: 'a', name: 'A', activationDate: '2024-01-01T00:00:00.000Z' }, { identifier: 'b', name: 'B', activationDate: '2024-06-01T00:00:00.000Z' }] },
       { key: 'JSON2-AAAAA-BBBBB-CCCCC-DDDDD', productId: p.id, type: 'perpetual', maxDevices: 1 },
     ]);
-    expect(await importAs(t.userId, json, 'json')).toMatchObject({ ok: true, created: 2 });
+    expect(await importAs(t.accountId, json, 'json')).toMatchObject({ ok: true, created: 2 });
     const l = await getLicense(t.auth, 'JSON1-AAAAA-BBBBB-CCCCC-DDDDD');
-    expect(l.body).toMatchObject({ userId: t.userId, expiresAt: '2031-05-06T07:08:09.000Z', createdAt: '2023-12-31T23:59:59.999Z' });
+    expect(l.body).toMatchObject({ userId: t.accountId, expiresAt: '2031-05-06T07:08:09.000Z', createdAt: '2023-12-31T23:59:59.999Z' });
     expect(l.body.activeDevices.map((d: { identifier: string; activationDate: string }) => [d.identifier, d.activationDate])).toEqual([['a', '2024-01-01T00:00:00.000Z'], ['b', '2024-06-01T00:00:00.000Z']]);
     // Without a createdAt, the license is created now; it lists with the others.
     const list = await call(ctx, { method: 'GET', url: `/api/v1/products/${p.id}/licenses`, headers: t.auth });
@@ -71,12 +71,12 @@ forEachStore('license import', (kind) => {
     const t = await createTenant(ctx);
     const p = await createProduct(ctx, t);
     const rows = Array.from({ length: 2500 }, (_, i) => ({ key: `BATCH-${String(i).padStart(5, '0')}-AAAAA-BBBBB-${kind === 'sqlite' ? 'SQLIT' : 'POSTG'}`, productId: p.id, type: 'perpetual', maxDevices: 2, devices: [{ identifier: `d${i}`, name: 'Device', activationDate: '2024-01-01' }] }));
-    const dry = await importAs(t.userId, JSON.stringify(rows.slice(0, 1000)), 'json', { dryRun: true });
+    const dry = await importAs(t.accountId, JSON.stringify(rows.slice(0, 1000)), 'json', { dryRun: true });
     expect(dry).toEqual({ ok: true, dryRun: true, rows: 1000, created: 1000, skipped: 0, errors: [] });
     expect((await getLicense(t.auth, rows[0]!.key)).status).toBe(404);
 
-    expect(await importAs(t.userId, JSON.stringify(rows.slice(0, 1000)), 'json', { batchSize: 300 })).toMatchObject({ ok: true, created: 1000, skipped: 0 });
-    const again = await importAs(t.userId, JSON.stringify(rows), 'json', { batchSize: 1000 });
+    expect(await importAs(t.accountId, JSON.stringify(rows.slice(0, 1000)), 'json', { batchSize: 300 })).toMatchObject({ ok: true, created: 1000, skipped: 0 });
+    const again = await importAs(t.accountId, JSON.stringify(rows), 'json', { batchSize: 1000 });
     expect(again).toEqual({ ok: true, dryRun: false, rows: 2500, created: 1500, skipped: 1000, errors: [] });
     const last = await getLicense(t.auth, rows[2499]!.key);
     expect(last.body.activeDevices).toEqual([{ identifier: 'd2499', name: 'Device', activationDate: '2024-01-01T00:00:00.000Z' }]);
@@ -87,10 +87,10 @@ forEachStore('license import', (kind) => {
     const p = await createProduct(ctx, t);
     const seen: { type: string; actor: string; key: string; device?: string }[] = [];
     ctx.services.events.subscribe((event) => {
-      if (isLicenseEvent(event) && event.license.accountId === t.userId) seen.push({ type: event.type, actor: event.actor.type, key: event.license.key, ...('device' in event ? { device: event.device.identifier } : {}) });
+      if (isLicenseEvent(event) && event.license.accountId === t.accountId) seen.push({ type: event.type, actor: event.actor.type, key: event.license.key, ...('device' in event ? { device: event.device.identifier } : {}) });
     });
     const json = JSON.stringify([{ key: 'EVENT-AAAAA-BBBBB-CCCCC-DDDDD', productId: p.id, type: 'perpetual', maxDevices: 2, devices: [{ identifier: 'x', name: 'X' }] }]);
-    await importAs(t.userId, json, 'json');
+    await importAs(t.accountId, json, 'json');
     expect(seen).toEqual([
       { type: 'license.created', actor: 'cli', key: 'EVENT-AAAAA-BBBBB-CCCCC-DDDDD' },
       { type: 'device.activated', actor: 'cli', key: 'EVENT-AAAAA-BBBBB-CCCCC-DDDDD', device: 'x' },

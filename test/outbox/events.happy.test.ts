@@ -60,7 +60,7 @@ forEachStore('domain events through the outbox', (kind) => {
     await licenses.serverActivate(ctx.principal, license.key, product.id, device('b'));
     await licenses.resetDevices(ctx.principal, license.key);
     await licenses.serverActivate(ctx.principal, license.key, product.id, device('c'));
-    expect(await portal.resetDevices({ email: 'buyer@example.com', userId: null }, license.key)).toEqual({ outcome: 'done', removed: 1 });
+    expect(await portal.resetDevices({ email: 'buyer@example.com', accountId: null }, license.key)).toEqual({ outcome: 'done', removed: 1 });
     await licenses.delete(ctx.principal, license.key);
 
     const apiKey = { type: 'api_key', apiKeyId: 'key_1' };

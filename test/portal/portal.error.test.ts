@@ -41,7 +41,7 @@ forEachStore('portal errors', (kind) => {
     await new PortalBrowser(ctx).requestLink('twohours@example.com');
     const row = await ctx.store.read.first(ctx.store.db.selectFrom('portal_tokens').selectAll().where('email_normalized', '=', 'twohours@example.com'));
     expect(row!.kind).toBe('link');
-    expect(row!.user_id).toBeNull();
+    expect(row!.account_id).toBeNull();
     expect(row!.expires_at - before).toBeGreaterThanOrEqual(2 * 3600_000);
     expect(row!.expires_at - before).toBeLessThan(2 * 3600_000 + 5000);
   });

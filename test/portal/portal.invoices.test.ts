@@ -17,7 +17,7 @@ forEachStore('portal invoices', (kind) => {
     const invoice = withInvoice ? p.double.invoice(c.key) : null;
     const session = p.double.session(c.key, [{ priceId: price }]);
     await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email, invoice }));
-    const [license] = await licensesOf(p.ctx.store, t.userId);
+    const [license] = await licensesOf(p.ctx.store, t.accountId);
     const row = await p.ctx.store.read.first(p.ctx.store.db.selectFrom('purchases').select('id').where('session_id', '=', session));
     return { t, c, invoice, license: license!, purchaseId: row!.id };
   }

@@ -99,7 +99,7 @@ describePg('two server processes on one PostgreSQL and one Redis', () => {
       const created = await Promise.all(
         Array.from({ length: 30 }, async (_, i) => (await postJson(`${url(i)}/api/v1/licenses`, { productId: product.id, type: 'perpetual', maxDevices: 1 }, auth)).body.key as string),
       );
-      const settled = () => store.read.all(store.db.selectFrom('webhook_deliveries').select('status').where('user_id', '=', product.userId));
+      const settled = () => store.read.all(store.db.selectFrom('webhook_deliveries').select('status').where('account_id', '=', product.userId));
       await waitFor(async () => {
         const rows = await settled();
         return rows.length === created.length && rows.every((r) => r.status === 'succeeded');

@@ -30,7 +30,7 @@ forEachStore('license search plans', (kind) => {
               expect(text, name).toMatch(/SEARCH licenses USING (COVERING )?INDEX/);
               expect(text, name).not.toMatch(/SCAN licenses|USE TEMP B-TREE FOR ORDER BY/);
               // A next page starts at the cursor in the index (a range bound), not at the top.
-              if (after) expect(text, name).toMatch(/user_id=\? AND .*(\((created_at|expires_at),key\)|key)[<>]/);
+              if (after) expect(text, name).toMatch(/account_id=\? AND .*(\((created_at|expires_at),key\)|key)[<>]/);
             } else {
               expect(text, name).toMatch(/Index (Only )?Scan/);
               expect(text, name).not.toMatch(/Seq Scan|Sort/);

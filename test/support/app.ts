@@ -17,7 +17,7 @@ export interface TestContext {
 }
 
 export interface Tenant {
-  userId: string;
+  accountId: string;
   email: string;
   apiKey: string;
   /** Headers for the server API. */
@@ -54,7 +54,7 @@ export async function createTenant(ctx: TestContext, plan: 'free' | 'plus' = 'fr
   const email = `tenant${++tenantCounter}-${Date.now()}@example.com`;
   const account = await ctx.services.accounts.create({ email, password: 'correct horse battery', plan });
   const { secret } = await ctx.services.apiKeys.create(cliPrincipal(account.id), 'test');
-  return { userId: account.id, email, apiKey: secret, auth: { authorization: `Bearer ${secret}` } };
+  return { accountId: account.id, email, apiKey: secret, auth: { authorization: `Bearer ${secret}` } };
 }
 
 /** app.inject with a JSON body and a parsed JSON response. */

@@ -72,7 +72,7 @@ export async function purchaseMailsTo(store: Store, to: string): Promise<number>
 }
 
 export async function licensesOf(store: Store, accountId: string) {
-  return store.read.all(store.db.selectFrom('licenses').selectAll().where('user_id', '=', accountId).orderBy('created_at'));
+  return store.read.all(store.db.selectFrom('licenses').selectAll().where('account_id', '=', accountId).orderBy('created_at'));
 }
 
 export async function rowCount(store: Store, table: 'payment_connections' | 'price_mappings' | 'purchases' | 'purchase_licenses'): Promise<number> {

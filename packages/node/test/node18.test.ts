@@ -30,7 +30,7 @@ describe('server SDK on Node 18 (built package) [sqlite]', () => {
 
     const product = summary.products.create.value;
     expect(summary.products.create).toMatchObject(
-      ok({ id: expect.stringMatching(/^p_/), userId: tenant.userId, name: 'Node 18 Tool', fallbackEnabled: true, portalDeviceResetLimit: 5, portalDeviceResetWindowDays: 30 }),
+      ok({ id: expect.stringMatching(/^p_/), userId: tenant.accountId, name: 'Node 18 Tool', fallbackEnabled: true, portalDeviceResetLimit: 5, portalDeviceResetWindowDays: 30 }),
     );
     expect(summary.products.get).toEqual(ok(product));
     expect(summary.products.update).toEqual(ok({ ...product, description: 'Made on Node 18' }));

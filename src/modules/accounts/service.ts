@@ -1,7 +1,7 @@
 import { hash, verify } from '@node-rs/argon2';
 import { AppError, invalidRequest } from '../../core/errors.ts';
 import { canonicalEmail, normalizeEmail } from '../../core/email.ts';
-import { newUserId } from '../../core/ids.ts';
+import { newAccountId } from '../../core/ids.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 
 export type Plan = 'free' | 'plus';
@@ -78,7 +78,7 @@ export class AccountService {
     if (!PLANS.includes(plan)) throw invalidRequest('plan', `must be one of ${PLANS.join(', ')}`);
     if (await this.repo.findByEmail(email)) throw emailInUse();
     // argon2id with the library's defaults (19 MiB, t=2), the OWASP baseline.
-    return { id: newUserId(), email, passwordHash: await hash(input.password), plan, createdAt: this.clock() };
+    return { id: newAccountId(), email, passwordHash: await hash(input.password), plan, createdAt: this.clock() };
   }
 
   /** The account when the password is right; an unknown address costs the same argon2 verify (no timing oracle). */

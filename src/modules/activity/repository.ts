@@ -19,7 +19,7 @@ export class SqlActivityRepository implements ActivityRepository {
       await ex.run(
         db
           .insertInto('activity_daily')
-          .values({ product_id: c.productId, day: c.day, user_id: c.userId, activations: c.activations, validations: c.validations })
+          .values({ product_id: c.productId, day: c.day, account_id: c.accountId, activations: c.activations, validations: c.validations })
           .onConflict((oc) =>
             oc.columns(['product_id', 'day']).doUpdateSet({
               activations: sql`activity_daily.activations + ${c.activations}`,
@@ -35,10 +35,10 @@ export class SqlActivityRepository implements ActivityRepository {
       this.store.db
         .selectFrom('activity_daily')
         .selectAll()
-        .where('user_id', '=', accountId)
+        .where('account_id', '=', accountId)
         .where('day', '>=', fromDay)
         .$if(productId !== undefined, (q) => q.where('product_id', '=', productId!)),
     );
-    return rows.map((r) => ({ productId: r.product_id, userId: r.user_id, day: Number(r.day), activations: Number(r.activations), validations: Number(r.validations) }));
+    return rows.map((r) => ({ productId: r.product_id, accountId: r.account_id, day: Number(r.day), activations: Number(r.activations), validations: Number(r.validations) }));
   }
 }

@@ -8,7 +8,7 @@ export const FLUSH_INTERVAL_MS = 10_000;
 /** Counts of one product on one UTC day (days since the epoch). */
 export interface ActivityCount {
   productId: string;
-  userId: string;
+  accountId: string;
   day: number;
   activations: number;
   validations: number;
@@ -46,12 +46,12 @@ export class ActivityService {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  activated(userId: string, productId: string): void {
-    this.entry(userId, productId).activations++;
+  activated(accountId: string, productId: string): void {
+    this.entry(accountId, productId).activations++;
   }
 
-  validated(userId: string, productId: string): void {
-    this.entry(userId, productId).validations++;
+  validated(accountId: string, productId: string): void {
+    this.entry(accountId, productId).validations++;
   }
 
   /** Writes what was counted since the last flush in one unit; on failure the counts are kept for the next one. */
@@ -63,7 +63,7 @@ export class ActivityService {
       await this.units.run((unit) => this.repo.add(unit, counts));
     } catch (error) {
       for (const c of counts) {
-        const into = this.entry(c.userId, c.productId, c.day);
+        const into = this.entry(c.accountId, c.productId, c.day);
         into.activations += c.activations;
         into.validations += c.validations;
       }
@@ -77,7 +77,7 @@ export class ActivityService {
     const from = today - ACTIVITY_DAYS + 1;
     const byDay = new Map<number, { activations: number; validations: number }>();
     const add = (c: ActivityCount) => {
-      if (c.userId !== principal.accountId || c.day < from || (productId !== undefined && c.productId !== productId)) return;
+      if (c.accountId !== principal.accountId || c.day < from || (productId !== undefined && c.productId !== productId)) return;
       const d = byDay.get(c.day) ?? { activations: 0, validations: 0 };
       d.activations += Number(c.activations);
       d.validations += Number(c.validations);
@@ -92,13 +92,13 @@ export class ActivityService {
     });
   }
 
-  private entry(userId: string, productId: string, day = Math.floor(this.clock() / DAY)): ActivityCount {
+  private entry(accountId: string, productId: string, day = Math.floor(this.clock() / DAY)): ActivityCount {
     // One entry per product: a product belongs to one account, and the day changes once a day.
     const key = productId;
     let entry = this.pending.get(key);
     if (entry === undefined || entry.day !== day) {
       if (entry !== undefined) this.pending.set(`${productId}\u0000${entry.day}`, entry);
-      entry = { productId, userId, day, activations: 0, validations: 0 };
+      entry = { productId, accountId, day, activations: 0, validations: 0 };
       this.pending.set(key, entry);
     }
     return entry;

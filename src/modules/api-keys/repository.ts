@@ -7,7 +7,7 @@ import type { Unit } from '../../core/unit-of-work.ts';
 
 const toApiKey = (r: ApiKeyRow): ApiKey => ({
   id: r.id,
-  userId: r.user_id,
+  accountId: r.account_id,
   name: r.name,
   keyHash: r.key_hash,
   keyPrefix: r.key_prefix,
@@ -30,7 +30,7 @@ export class SqlApiKeyRepository implements ApiKeyRepository {
     await executorOf(unit).run(
         this.store.db.insertInto('api_keys').values({
           id: k.id,
-          user_id: k.userId,
+          account_id: k.accountId,
           name: k.name,
           key_hash: k.keyHash,
           key_prefix: k.keyPrefix,
@@ -46,16 +46,16 @@ export class SqlApiKeyRepository implements ApiKeyRepository {
     return row && toApiKey(row);
   }
 
-  async listByUser(userId: string): Promise<ApiKey[]> {
+  async listByAccount(accountId: string): Promise<ApiKey[]> {
     const rows = await this.store.read.all(
-      this.store.db.selectFrom('api_keys').selectAll().where('user_id', '=', userId).orderBy('created_at').orderBy('id'),
+      this.store.db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id'),
     );
     return rows.map(toApiKey);
   }
 
-  revoke(unit: Unit, userId: string, id: string, at: number): Promise<number> {
+  revoke(unit: Unit, accountId: string, id: string, at: number): Promise<number> {
     return executorOf(unit).run(
-      this.store.db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('user_id', '=', userId).where('revoked_at', 'is', null),
+      this.store.db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('account_id', '=', accountId).where('revoked_at', 'is', null),
     );
   }
 

@@ -6,7 +6,7 @@ import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 
 export interface ApiKey {
   id: string;
-  userId: string;
+  accountId: string;
   name: string;
   keyHash: string;
   keyPrefix: string;
@@ -18,8 +18,8 @@ export interface ApiKey {
 export interface ApiKeyRepository {
   insert(unit: Unit, key: ApiKey): Promise<void>;
   findByHash(hash: string): Promise<ApiKey | undefined>;
-  listByUser(userId: string): Promise<ApiKey[]>;
-  revoke(unit: Unit, userId: string, id: string, at: number): Promise<number>;
+  listByAccount(accountId: string): Promise<ApiKey[]>;
+  revoke(unit: Unit, accountId: string, id: string, at: number): Promise<number>;
   touch(unit: Unit, id: string, at: number): Promise<void>;
 }
 
@@ -45,7 +45,7 @@ export class ApiKeyService {
     const secret = `sk_${randomBase62(SECRET_LENGTH)}`;
     const key: ApiKey = {
       id: newApiKeyId(),
-      userId: principal.accountId,
+      accountId: principal.accountId,
       name,
       keyHash: hashApiKey(secret),
       keyPrefix: secret.slice(0, 7),
@@ -58,7 +58,7 @@ export class ApiKeyService {
   }
 
   list(principal: Principal): Promise<ApiKey[]> {
-    return this.repo.listByUser(principal.accountId);
+    return this.repo.listByAccount(principal.accountId);
   }
 
   async revoke(principal: Principal, id: string): Promise<void> {
@@ -76,7 +76,7 @@ export class ApiKeyService {
     // The lookup is by hash, so it leaks nothing about the secret; the compare is constant-time anyway.
     if (!key || key.revokedAt !== null || !timingSafeEqual(Buffer.from(key.keyHash), Buffer.from(hash))) throw invalidKey();
     this.touch(key.id);
-    return apiKeyPrincipal(key.userId, key.id);
+    return apiKeyPrincipal(key.accountId, key.id);
   }
 
   private touch(id: string): void {

@@ -18,7 +18,7 @@ export class SqlAuditRepository implements AuditRepository {
     this.insertStatement = new Prepared<InsertParams, never>((p) =>
       store.db.insertInto('audit_events').values({
         id: p('id'),
-        user_id: p('account'),
+        account_id: p('account'),
         license_key: p('key'),
         type: p('type'),
         actor: p('actor'),
@@ -47,7 +47,7 @@ export class SqlAuditRepository implements AuditRepository {
     return this.store.db
       .selectFrom('audit_events')
       .selectAll()
-      .where('user_id', '=', accountId)
+      .where('account_id', '=', accountId)
       .where('license_key', '=', licenseKey)
       .$if(before !== undefined, (q) => q.where('id', '<', before!))
       .orderBy('id', 'desc')
@@ -64,7 +64,7 @@ export class SqlAuditRepository implements AuditRepository {
       .innerJoin('licenses as l', 'l.key', 'd.license_key')
       .select(['d.identifier', 'd.name', 'd.activation_date', 'd.activation_id', 'd.activated_by', 'd.activated_name'])
       .where('d.license_key', '=', licenseKey)
-      .where('l.user_id', '=', accountId)
+      .where('l.account_id', '=', accountId)
       .where('d.activation_id', '>=', timeOrderedFloor(since))
       .$if(before !== undefined, (q) => q.where('d.activation_id', '<', before!))
       .orderBy('d.activation_id', 'desc')
@@ -85,7 +85,7 @@ export class SqlAuditRepository implements AuditRepository {
     const logged = (await this.store.read.all(this.listQuery(accountId, licenseKey, options))).map(
       (r): AuditEntry => ({
         id: r.id,
-        accountId: r.user_id,
+        accountId: r.account_id,
         licenseKey: r.license_key,
         type: r.type as AuditType,
         actor: JSON.parse(r.actor) as Actor,

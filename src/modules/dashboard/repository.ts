@@ -3,11 +3,11 @@ import type { Store } from '../../storage/index.ts';
 import { executorOf } from '../../storage/unit-of-work.ts';
 import type { DashboardRepository, DashboardSession, EmailChange, PasswordReset } from './service.ts';
 
-type SessionRow = { id: string; token_hash: string; user_id: string; created_at: number; last_seen_at: number };
-const toSession = (r: SessionRow): DashboardSession => ({ id: r.id, userId: r.user_id, createdAt: Number(r.created_at), lastSeenAt: Number(r.last_seen_at) });
+type SessionRow = { id: string; token_hash: string; account_id: string; created_at: number; last_seen_at: number };
+const toSession = (r: SessionRow): DashboardSession => ({ id: r.id, accountId: r.account_id, createdAt: Number(r.created_at), lastSeenAt: Number(r.last_seen_at) });
 
-type EmailChangeRow = { user_id: string; new_email: string; expires_at: number; created_at: number };
-const toEmailChange = (r: EmailChangeRow): EmailChange => ({ userId: r.user_id, newEmail: r.new_email, expiresAt: Number(r.expires_at), createdAt: Number(r.created_at) });
+type EmailChangeRow = { account_id: string; new_email: string; expires_at: number; created_at: number };
+const toEmailChange = (r: EmailChangeRow): EmailChange => ({ accountId: r.account_id, newEmail: r.new_email, expiresAt: Number(r.expires_at), createdAt: Number(r.created_at) });
 
 export class SqlDashboardRepository implements DashboardRepository {
   constructor(private readonly store: Store) {}
@@ -18,7 +18,7 @@ export class SqlDashboardRepository implements DashboardRepository {
 
   async insertSession(unit: Unit, tokenHash: string, s: DashboardSession): Promise<void> {
     await executorOf(unit).run(
-      this.db.insertInto('dashboard_sessions').values({ id: s.id, token_hash: tokenHash, user_id: s.userId, created_at: s.createdAt, last_seen_at: s.lastSeenAt }),
+      this.db.insertInto('dashboard_sessions').values({ id: s.id, token_hash: tokenHash, account_id: s.accountId, created_at: s.createdAt, last_seen_at: s.lastSeenAt }),
     );
   }
 
@@ -37,9 +37,9 @@ export class SqlDashboardRepository implements DashboardRepository {
     await executorOf(unit).run(this.db.deleteFrom('dashboard_sessions').where('token_hash', '=', tokenHash));
   }
 
-  async deleteSessionsOf(unit: Unit, userId: string, idleBefore: number): Promise<void> {
+  async deleteSessionsOf(unit: Unit, accountId: string, idleBefore: number): Promise<void> {
     const ex = executorOf(unit);
-    await ex.run(this.db.deleteFrom('dashboard_sessions').where('user_id', '=', userId));
+    await ex.run(this.db.deleteFrom('dashboard_sessions').where('account_id', '=', accountId));
     // Housekeeping on a rare path: sessions idle past their end, of any account.
     await ex.run(this.db.deleteFrom('dashboard_sessions').where('last_seen_at', '<=', idleBefore));
   }
@@ -47,29 +47,29 @@ export class SqlDashboardRepository implements DashboardRepository {
   async insertReset(unit: Unit, tokenHash: string, r: PasswordReset): Promise<void> {
     const ex = executorOf(unit);
     // One live link per account: a new request replaces the older one; expired links of anyone go too.
-    await ex.run(this.db.deleteFrom('dashboard_password_resets').where((eb) => eb.or([eb('user_id', '=', r.userId), eb('expires_at', '<=', r.createdAt)])));
-    await ex.run(this.db.insertInto('dashboard_password_resets').values({ token_hash: tokenHash, user_id: r.userId, expires_at: r.expiresAt, created_at: r.createdAt }));
+    await ex.run(this.db.deleteFrom('dashboard_password_resets').where((eb) => eb.or([eb('account_id', '=', r.accountId), eb('expires_at', '<=', r.createdAt)])));
+    await ex.run(this.db.insertInto('dashboard_password_resets').values({ token_hash: tokenHash, account_id: r.accountId, expires_at: r.expiresAt, created_at: r.createdAt }));
   }
 
   async findReset(tokenHash: string, now: number): Promise<PasswordReset | undefined> {
     const row = await this.store.read.first(this.db.selectFrom('dashboard_password_resets').selectAll().where('token_hash', '=', tokenHash).where('expires_at', '>', now));
-    return row && { userId: row.user_id, expiresAt: Number(row.expires_at), createdAt: Number(row.created_at) };
+    return row && { accountId: row.account_id, expiresAt: Number(row.expires_at), createdAt: Number(row.created_at) };
   }
 
   async takeReset(unit: Unit, tokenHash: string, now: number): Promise<string | undefined> {
     const ex = executorOf(unit);
-    const row = await ex.first(this.db.selectFrom('dashboard_password_resets').select('user_id').where('token_hash', '=', tokenHash).where('expires_at', '>', now));
+    const row = await ex.first(this.db.selectFrom('dashboard_password_resets').select('account_id').where('token_hash', '=', tokenHash).where('expires_at', '>', now));
     if (!row) return undefined;
     // Single use: of two concurrent uses, only the one whose delete removed the row goes on.
-    return (await ex.run(this.db.deleteFrom('dashboard_password_resets').where('token_hash', '=', tokenHash))) === 1 ? row.user_id : undefined;
+    return (await ex.run(this.db.deleteFrom('dashboard_password_resets').where('token_hash', '=', tokenHash))) === 1 ? row.account_id : undefined;
   }
 
   async insertEmailChange(unit: Unit, tokenHash: string, c: EmailChange): Promise<void> {
     const ex = executorOf(unit);
     // As with reset links: one pending change per account, and expired ones of anyone go.
-    await ex.run(this.db.deleteFrom('dashboard_email_changes').where((eb) => eb.or([eb('user_id', '=', c.userId), eb('expires_at', '<=', c.createdAt)])));
+    await ex.run(this.db.deleteFrom('dashboard_email_changes').where((eb) => eb.or([eb('account_id', '=', c.accountId), eb('expires_at', '<=', c.createdAt)])));
     await ex.run(
-      this.db.insertInto('dashboard_email_changes').values({ token_hash: tokenHash, user_id: c.userId, new_email: c.newEmail, expires_at: c.expiresAt, created_at: c.createdAt }),
+      this.db.insertInto('dashboard_email_changes').values({ token_hash: tokenHash, account_id: c.accountId, new_email: c.newEmail, expires_at: c.expiresAt, created_at: c.createdAt }),
     );
   }
 
@@ -78,8 +78,8 @@ export class SqlDashboardRepository implements DashboardRepository {
     return row && toEmailChange(row);
   }
 
-  async findEmailChangeOf(userId: string, now: number): Promise<EmailChange | undefined> {
-    const row = await this.store.read.first(this.db.selectFrom('dashboard_email_changes').selectAll().where('user_id', '=', userId).where('expires_at', '>', now));
+  async findEmailChangeOf(accountId: string, now: number): Promise<EmailChange | undefined> {
+    const row = await this.store.read.first(this.db.selectFrom('dashboard_email_changes').selectAll().where('account_id', '=', accountId).where('expires_at', '>', now));
     return row && toEmailChange(row);
   }
 
@@ -91,9 +91,9 @@ export class SqlDashboardRepository implements DashboardRepository {
     return (await ex.run(this.db.deleteFrom('dashboard_email_changes').where('token_hash', '=', tokenHash))) === 1 ? toEmailChange(row) : undefined;
   }
 
-  async deleteLinksOf(unit: Unit, userId: string): Promise<void> {
+  async deleteLinksOf(unit: Unit, accountId: string): Promise<void> {
     const ex = executorOf(unit);
-    await ex.run(this.db.deleteFrom('dashboard_password_resets').where('user_id', '=', userId));
-    await ex.run(this.db.deleteFrom('dashboard_email_changes').where('user_id', '=', userId));
+    await ex.run(this.db.deleteFrom('dashboard_password_resets').where('account_id', '=', accountId));
+    await ex.run(this.db.deleteFrom('dashboard_email_changes').where('account_id', '=', accountId));
   }
 }

@@ -17,20 +17,20 @@ const TOUCH_INTERVAL_MS = 5 * MINUTE;
 export interface DashboardSession {
   /** Stable and not secret: CSRF tokens are bound to it. */
   id: string;
-  userId: string;
+  accountId: string;
   createdAt: number;
   lastSeenAt: number;
 }
 
 export interface PasswordReset {
-  userId: string;
+  accountId: string;
   expiresAt: number;
   createdAt: number;
 }
 
 /** A new e-mail address for an account, waiting for a link sent to it to be opened. */
 export interface EmailChange {
-  userId: string;
+  accountId: string;
   newEmail: string;
   expiresAt: number;
   createdAt: number;
@@ -43,7 +43,7 @@ export interface DashboardRepository {
   touchSession(unit: Unit, id: string, at: number): Promise<void>;
   deleteSession(unit: Unit, tokenHash: string): Promise<void>;
   /** Ends every session of the account (and drops sessions idle since `idleBefore`). */
-  deleteSessionsOf(unit: Unit, userId: string, idleBefore: number): Promise<void>;
+  deleteSessionsOf(unit: Unit, accountId: string, idleBefore: number): Promise<void>;
   insertReset(unit: Unit, tokenHash: string, reset: PasswordReset): Promise<void>;
   findReset(tokenHash: string, now: number): Promise<PasswordReset | undefined>;
   /** Consumes a live reset link: the account's id, or undefined when unknown, expired or already used. */
@@ -52,11 +52,11 @@ export interface DashboardRepository {
   insertEmailChange(unit: Unit, tokenHash: string, change: EmailChange): Promise<void>;
   findEmailChange(tokenHash: string, now: number): Promise<EmailChange | undefined>;
   /** The account's live pending change (its account page shows it). */
-  findEmailChangeOf(userId: string, now: number): Promise<EmailChange | undefined>;
+  findEmailChangeOf(accountId: string, now: number): Promise<EmailChange | undefined>;
   /** Consumes a live confirmation link, as takeReset does. */
   takeEmailChange(unit: Unit, tokenHash: string, now: number): Promise<EmailChange | undefined>;
   /** Drops the account's reset links and pending e-mail changes (they went to, or were asked from, the old address). */
-  deleteLinksOf(unit: Unit, userId: string): Promise<void>;
+  deleteLinksOf(unit: Unit, accountId: string): Promise<void>;
 }
 
 export interface SignedIn {
@@ -70,7 +70,7 @@ const newToken = (): string => randomBytes(32).toString('base64url');
 const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
 
 /** The principal every dashboard page acts as: the signed-in operator, for their account. */
-export const dashboardPrincipal = (userId: string): Principal => ({ accountId: userId, actor: { type: 'dashboard_user', userId } });
+export const dashboardPrincipal = (accountId: string): Principal => ({ accountId, actor: { type: 'dashboard_user', userId: accountId } });
 
 /**
  * Dashboard accounts and sessions: first-run setup, sign-up, log-in, server-side sessions (7 days
@@ -113,7 +113,7 @@ export class DashboardAuthService {
     const now = this.clock();
     const session = await this.repo.findSession(hashToken(token), now - SESSION_IDLE_MS);
     if (!session) return undefined;
-    const account = await this.accounts.findById(session.userId);
+    const account = await this.accounts.findById(session.accountId);
     if (!account) return undefined;
     if (now - session.lastSeenAt >= TOUCH_INTERVAL_MS) await this.units.run((unit) => this.repo.touchSession(unit, session.id, now));
     return { session, account };
@@ -124,14 +124,14 @@ export class DashboardAuthService {
   }
 
   /** Ends every session of the account, this one included; the browser that asked gets a new one. */
-  async changePassword(userId: string, current: string, next: string): Promise<SignedIn> {
-    const account = await this.accounts.findById(userId);
+  async changePassword(accountId: string, current: string, next: string): Promise<SignedIn> {
+    const account = await this.accounts.findById(accountId);
     if (!account || !(await this.accounts.verifyPassword(account.email, current))) throw invalidRequest('currentPassword', 'is not your current password');
     const passwordHash = await this.accounts.hashNewPassword(next, 'newPassword');
-    const signedIn = this.newSession(userId);
+    const signedIn = this.newSession(accountId);
     await this.units.run(async (unit) => {
-      await this.accounts.setPassword(unit, userId, passwordHash);
-      await this.repo.deleteSessionsOf(unit, userId, this.clock() - SESSION_IDLE_MS);
+      await this.accounts.setPassword(unit, accountId, passwordHash);
+      await this.repo.deleteSessionsOf(unit, accountId, this.clock() - SESSION_IDLE_MS);
       await this.repo.insertSession(unit, hashToken(signedIn.token), signedIn.session);
     });
     return signedIn;
@@ -148,7 +148,7 @@ export class DashboardAuthService {
     const url = `${this.baseUrl}/dashboard/reset?token=${token}`;
     const mail = passwordResetMail({ url, validForMinutes: RESET_VALIDITY_MS / MINUTE });
     await this.units.run(async (unit) => {
-      await this.repo.insertReset(unit, hashToken(token), { userId: account.id, expiresAt: now + RESET_VALIDITY_MS, createdAt: now });
+      await this.repo.insertReset(unit, hashToken(token), { accountId: account.id, expiresAt: now + RESET_VALIDITY_MS, createdAt: now });
       await this.mail.queue(unit, { kind: 'password_reset', to: account.email, replyTo: null, ...mail });
     });
   }
@@ -163,10 +163,10 @@ export class DashboardAuthService {
     const passwordHash = await this.accounts.hashNewPassword(password);
     const now = this.clock();
     return this.units.run(async (unit) => {
-      const userId = await this.repo.takeReset(unit, hashToken(token), now);
-      if (!userId) return false;
-      await this.accounts.setPassword(unit, userId, passwordHash);
-      await this.repo.deleteSessionsOf(unit, userId, now - SESSION_IDLE_MS);
+      const accountId = await this.repo.takeReset(unit, hashToken(token), now);
+      if (!accountId) return false;
+      await this.accounts.setPassword(unit, accountId, passwordHash);
+      await this.repo.deleteSessionsOf(unit, accountId, now - SESSION_IDLE_MS);
       return true;
     });
   }
@@ -175,8 +175,8 @@ export class DashboardAuthService {
    * Asks for the account's address to become `rawEmail`: checks the password, then e-mails a
    * single-use link valid 1 hour to the new address. Nothing changes until that link is used.
    */
-  async requestEmailChange(userId: string, currentPassword: string, rawEmail: string): Promise<EmailChange> {
-    const account = await this.accounts.findById(userId);
+  async requestEmailChange(accountId: string, currentPassword: string, rawEmail: string): Promise<EmailChange> {
+    const account = await this.accounts.findById(accountId);
     if (!account) throw new AppError('not_found', 'Account not found.');
     const newEmail = canonicalEmail(rawEmail);
     if (!newEmail) throw invalidRequest('newEmail', 'must be a valid e-mail address');
@@ -185,7 +185,7 @@ export class DashboardAuthService {
     if (await this.accounts.findByEmail(newEmail)) throw emailInUse('newEmail');
     const token = newToken();
     const now = this.clock();
-    const change: EmailChange = { userId, newEmail, expiresAt: now + EMAIL_CHANGE_VALIDITY_MS, createdAt: now };
+    const change: EmailChange = { accountId, newEmail, expiresAt: now + EMAIL_CHANGE_VALIDITY_MS, createdAt: now };
     const mail = emailChangeMail({ url: `${this.baseUrl}/dashboard/email/confirm?token=${token}`, newEmail, validForMinutes: EMAIL_CHANGE_VALIDITY_MS / MINUTE });
     await this.units.run(async (unit) => {
       await this.repo.insertEmailChange(unit, hashToken(token), change);
@@ -195,8 +195,8 @@ export class DashboardAuthService {
   }
 
   /** The account's pending change, while its link is live. */
-  pendingEmailChange(userId: string): Promise<EmailChange | undefined> {
-    return this.repo.findEmailChangeOf(userId, this.clock());
+  pendingEmailChange(accountId: string): Promise<EmailChange | undefined> {
+    return this.repo.findEmailChangeOf(accountId, this.clock());
   }
 
   /** The change a confirmation link stands for, while it is live (the confirmation page shows it). */
@@ -213,7 +213,7 @@ export class DashboardAuthService {
     return this.units.run(async (unit) => {
       const change = await this.repo.takeEmailChange(unit, hashToken(token), now);
       if (!change) return undefined;
-      return this.moveAccount(unit, change.userId, change.newEmail);
+      return this.moveAccount(unit, change.accountId, change.newEmail);
     });
   }
 
@@ -227,24 +227,24 @@ export class DashboardAuthService {
   }
 
   /** The address changes; links sent to or asked from the old one die; the old address gets a notice. */
-  private async moveAccount(unit: Unit, userId: string, newEmail: string): Promise<Account> {
-    const account = await this.accounts.findById(userId, unit);
+  private async moveAccount(unit: Unit, accountId: string, newEmail: string): Promise<Account> {
+    const account = await this.accounts.findById(accountId, unit);
     if (!account) throw new AppError('not_found', 'Account not found.');
-    await this.accounts.setEmail(unit, userId, newEmail);
-    await this.repo.deleteLinksOf(unit, userId);
+    await this.accounts.setEmail(unit, accountId, newEmail);
+    await this.repo.deleteLinksOf(unit, accountId);
     const notice = emailChangedMail({ newEmail, dashboardUrl: `${this.baseUrl}/dashboard` });
     await this.mail.queue(unit, { kind: 'email_changed', to: account.email, replyTo: null, ...notice });
     return { ...account, email: newEmail };
   }
 
-  private async startSession(userId: string): Promise<SignedIn> {
-    const signedIn = this.newSession(userId);
+  private async startSession(accountId: string): Promise<SignedIn> {
+    const signedIn = this.newSession(accountId);
     await this.units.run((unit) => this.repo.insertSession(unit, hashToken(signedIn.token), signedIn.session));
     return signedIn;
   }
 
-  private newSession(userId: string): SignedIn {
+  private newSession(accountId: string): SignedIn {
     const now = this.clock();
-    return { token: newToken(), session: { id: randomUUID(), userId, createdAt: now, lastSeenAt: now } };
+    return { token: newToken(), session: { id: randomUUID(), accountId, createdAt: now, lastSeenAt: now } };
   }
 }

@@ -76,7 +76,7 @@ export function importedLicense(input: ImportLicenseInput, accountId: string, no
   });
   return {
     key,
-    userId: accountId,
+    accountId,
     productId,
     type: input.type,
     expiresAt: resolveExpiry(input.type, optionalString(input.expiresAt, 'expiresAt')),

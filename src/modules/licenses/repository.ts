@@ -26,10 +26,10 @@ import { ValidationCache } from './validation-cache.ts';
 
 /**
  * The order a filter pages in, each served by an index of migration 006 so a page reads about
- * `limit` index entries whatever the account's size: a key prefix in key order (user_id, key);
- * expired licenses by expiry, newest first (user_id, revoked, expires_at, key); everything else
- * newest first (user_id, created_at, key), or (user_id, revoked, created_at, key) for a status,
- * or (user_id, email_normalized, created_at, key) for an address.
+ * `limit` index entries whatever the account's size: a key prefix in key order (account_id, key);
+ * expired licenses by expiry, newest first (account_id, revoked, expires_at, key); everything else
+ * newest first (account_id, created_at, key), or (account_id, revoked, created_at, key) for a status,
+ * or (account_id, email_normalized, created_at, key) for an address.
  */
 export function searchOrder(filter: LicenseFilter): 'key' | 'expires_at' | 'created_at' {
   return filter.keyPrefix !== undefined ? 'key' : filter.status === 'expired' ? 'expires_at' : 'created_at';
@@ -37,7 +37,7 @@ export function searchOrder(filter: LicenseFilter): 'key' | 'expires_at' | 'crea
 
 const toRecord = (r: Omit<LicenseRow, 'email_normalized'>): LicenseRecord => ({
   key: r.key,
-  userId: r.user_id,
+  accountId: r.account_id,
   productId: r.product_id,
   type: r.type,
   expiresAt: r.expires_at,
@@ -77,7 +77,7 @@ const DEVICE_COLUMNS = ['identifier', 'name', 'activation_date'] as const;
 
 const licenseRow = (l: LicenseRecord) => ({
   key: l.key,
-  user_id: l.userId,
+  account_id: l.accountId,
   product_id: l.productId,
   type: l.type,
   expires_at: l.expiresAt,
@@ -97,7 +97,7 @@ function* chunks<T>(items: T[], size: number): Generator<T[]> {
 
 const LICENSE_COLUMNS = [
   'l.key',
-  'l.user_id',
+  'l.account_id',
   'l.product_id',
   'l.type',
   'l.expires_at',
@@ -149,7 +149,7 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
     activationDevice: new Prepared<{ key: string; identifier: string }, ActivationDeviceRow>((p) => activationDevice(p('key'), p('identifier'))),
     activationState: new Prepared<{ key: string; identifier: string }, LockRow & ActivationDeviceRow>((p) => activationState(p('key'), p('identifier'))),
     activationStateOwned: new Prepared<{ key: string; identifier: string; account: string }, LockRow & ActivationDeviceRow>((p) =>
-      activationState(p('key'), p('identifier')).where('l.user_id', '=', p('account')),
+      activationState(p('key'), p('identifier')).where('l.account_id', '=', p('account')),
     ),
     validation: new Prepared<{ key: string; identifier: string }, ValidationSelect>((p) =>
       db
@@ -160,11 +160,11 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
         .where('l.key', '=', p('key')),
     ),
     lock: new Prepared<{ key: string }, LockRow>((p) => lockQuery(p('key'))),
-    lockOwned: new Prepared<{ key: string; account: string }, LockRow>((p) => lockQuery(p('key')).where('l.user_id', '=', p('account'))),
-    withFallbackOwned: new Prepared<{ key: string; account: string }, LockRow>((p) => withFallback(p('key')).where('l.user_id', '=', p('account'))),
+    lockOwned: new Prepared<{ key: string; account: string }, LockRow>((p) => lockQuery(p('key')).where('l.account_id', '=', p('account'))),
+    withFallbackOwned: new Prepared<{ key: string; account: string }, LockRow>((p) => withFallback(p('key')).where('l.account_id', '=', p('account'))),
     license: new Prepared<{ key: string }, LicenseRow>((p) => db.selectFrom('licenses').selectAll().where('key', '=', p('key'))),
     licenseOwned: new Prepared<{ key: string; account: string }, LicenseRow>((p) =>
-      db.selectFrom('licenses').selectAll().where('key', '=', p('key')).where('user_id', '=', p('account')),
+      db.selectFrom('licenses').selectAll().where('key', '=', p('key')).where('account_id', '=', p('account')),
     ),
     devices: new Prepared<{ key: string }, Pick<DeviceRow, (typeof DEVICE_COLUMNS)[number]>>((p) =>
       db.selectFrom('devices').select(DEVICE_COLUMNS).where('license_key', '=', p('key')).orderBy('activation_date').orderBy('identifier'),
@@ -261,7 +261,7 @@ export class SqlLicenseRepository implements LicenseRepository {
     const owners = new Map<string, string>();
     const ex = readerOf(this.store, unit);
     for (const chunk of chunks(keys, 500)) {
-      for (const row of await ex.all(this.db.selectFrom('licenses').select(['key', 'user_id']).where('key', 'in', chunk))) owners.set(row.key, row.user_id);
+      for (const row of await ex.all(this.db.selectFrom('licenses').select(['key', 'account_id']).where('key', 'in', chunk))) owners.set(row.key, row.account_id);
     }
     return owners;
   }
@@ -311,7 +311,7 @@ export class SqlLicenseRepository implements LicenseRepository {
       this.db
         .selectFrom('licenses')
         .selectAll()
-        .where('user_id', '=', accountId)
+        .where('account_id', '=', accountId)
         .where('product_id', '=', productId)
         .$if(o.email !== undefined, (q) => q.where('email_normalized', '=', o.email!))
         .$if(o.after !== undefined, (q) =>
@@ -357,7 +357,7 @@ export class SqlLicenseRepository implements LicenseRepository {
       .selectAll()
       // Each row's device count in the same statement: one probe of the devices' primary key per row.
       .select((eb) => eb.selectFrom('devices').select(eb.fn.countAll<number>().as('n')).whereRef('devices.license_key', '=', 'licenses.key').as('device_count'))
-      .where('user_id', '=', accountId)
+      .where('account_id', '=', accountId)
       .$if(f.productId !== undefined, (q) => q.where('product_id', '=', f.productId!))
       .$if(f.email !== undefined, (q) => q.where('email_normalized', '=', f.email!))
       // The prefix as a key range: an index range scan on both stores (keys are ASCII; the column compares bytewise).
@@ -388,7 +388,7 @@ export class SqlLicenseRepository implements LicenseRepository {
 
   async listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<LicenseRecord[]> {
     const rows = await executorOf(unit).all(
-      this.db.selectFrom('licenses').selectAll().where('user_id', '=', accountId).where('product_id', '=', productId).orderBy('created_at').orderBy('key'),
+      this.db.selectFrom('licenses').selectAll().where('account_id', '=', accountId).where('product_id', '=', productId).orderBy('created_at').orderBy('key'),
     );
     return rows.map(toRecord);
   }

@@ -73,7 +73,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
     { schema: { tags, security, operationId: 'activate-license', summary: 'Activate a device on a license', headers: LicenseKeyHeader, body: ServerActivateBody, response: licenseReply } },
     async (req) => {
       const license = await licenses.serverActivate(req.principal, req.headers['license-key'], req.body.productId, req.body.device);
-      activity?.activated(license.userId, license.productId);
+      activity?.activated(license.accountId, license.productId);
       return licenseView(license);
     },
   );
@@ -93,7 +93,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
     },
     async (req) => {
       const result = await licenses.serverValidate(req.principal, req.headers['license-key'], req.body);
-      if (result.isValid) activity?.validated(result.license.userId, result.license.productId);
+      if (result.isValid) activity?.validated(result.license.accountId, result.license.productId);
       return {
         isValid: result.isValid,
         status: result.status,

@@ -108,7 +108,7 @@ export const deviceView = (d: Device) => ({ identifier: d.identifier, name: d.na
 
 export const licenseView = (l: License) => ({
   key: l.key,
-  userId: l.userId,
+  userId: l.accountId,
   productId: l.productId,
   type: l.type,
   expiresAt: toIsoOrNull(l.expiresAt),

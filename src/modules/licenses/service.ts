@@ -182,7 +182,7 @@ function decodeCursor(cursor: string): { createdAt: number; key: string } {
 
 export const snapshot = (l: LicenseRecord): LicenseSnapshot => ({
   key: l.key,
-  accountId: l.userId,
+  accountId: l.accountId,
   productId: l.productId,
   type: l.type,
   expiresAt: l.expiresAt,
@@ -229,7 +229,7 @@ export class LicenseService {
       const now = this.clock();
       const license: LicenseRecord = {
         key: generateLicenseKey(),
-        userId: principal.accountId,
+        accountId: principal.accountId,
         productId: input.productId,
         type: input.type,
         expiresAt: resolveExpiry(input.type, input.expiresAt, null),

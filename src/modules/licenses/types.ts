@@ -14,7 +14,7 @@ export interface Device {
 /** A license as stored, without its devices. Times are epoch milliseconds. */
 export interface LicenseRecord {
   key: string;
-  userId: string;
+  accountId: string;
   productId: string;
   type: LicenseType;
   expiresAt: number | null;
@@ -78,7 +78,7 @@ export interface LockedLicense {
   devices: Device[];
 }
 
-export type LicenseFields = Partial<Omit<LicenseRecord, 'key' | 'userId' | 'productId' | 'createdAt'>>;
+export type LicenseFields = Partial<Omit<LicenseRecord, 'key' | 'accountId' | 'productId' | 'createdAt'>>;
 
 /**
  * Storage of licenses and devices. Writes run inside a unit of work; reads take the caller's

@@ -10,7 +10,7 @@ import { purchaseMail } from './templates.ts';
 /** What the purchase e-mail needs of a license (a LicenseRecord fits). */
 export interface PurchasedLicense {
   key: string;
-  userId: string;
+  accountId: string;
   productId: string;
   type: 'perpetual' | 'timed';
   expiresAt: number | null;
@@ -35,7 +35,7 @@ export class PurchaseMailer {
     if (!license.email) throw invalidRequest('email', 'the license has no e-mail address to send to');
     const to = license.email;
     const product = await this.products.get(principal, license.productId, unit);
-    const owner = await this.accounts.findById(license.userId, unit);
+    const owner = await this.accounts.findById(license.accountId, unit);
     if (!owner) throw notFound('Account');
     const action =
       product.actionButtonText && product.actionButtonUrl

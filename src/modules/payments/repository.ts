@@ -8,7 +8,7 @@ import type { Connection, CustomerScope, PaymentRepository, PriceMapping, Purcha
 
 const toConnection = (r: Selectable<PaymentConnectionsTable>): Connection => ({
   id: r.id,
-  accountId: r.user_id,
+  accountId: r.account_id,
   provider: r.provider,
   livemode: bool(r.livemode),
   webhookEndpointId: r.webhook_endpoint_id,
@@ -18,7 +18,7 @@ const toConnection = (r: Selectable<PaymentConnectionsTable>): Connection => ({
 });
 
 const toMapping = (r: Selectable<PriceMappingsTable>): PriceMapping => ({
-  accountId: r.user_id,
+  accountId: r.account_id,
   provider: r.provider,
   priceId: r.price_id,
   productId: r.product_id,
@@ -31,7 +31,7 @@ const toMapping = (r: Selectable<PriceMappingsTable>): PriceMapping => ({
 
 const toPurchase = (r: Selectable<PurchasesTable>, licenseKeys: string[]): Purchase => ({
   id: r.id,
-  accountId: r.user_id,
+  accountId: r.account_id,
   provider: r.provider,
   sessionId: r.session_id,
   paymentId: r.payment_id,
@@ -78,7 +78,7 @@ export class SqlPaymentRepository implements PaymentRepository {
 
   async findConnection(accountId: string, provider: string, unit?: Unit): Promise<Connection | undefined> {
     const row = await readerOf(this.store, unit).first(
-      this.db.selectFrom('payment_connections').selectAll().where('user_id', '=', accountId).where('provider', '=', provider),
+      this.db.selectFrom('payment_connections').selectAll().where('account_id', '=', accountId).where('provider', '=', provider),
     );
     return row && toConnection(row);
   }
@@ -90,7 +90,7 @@ export class SqlPaymentRepository implements PaymentRepository {
         this.db
           .selectFrom('payment_connections')
           .selectAll()
-          .where('user_id', '=', c.accountId)
+          .where('account_id', '=', c.accountId)
           .where('provider', '=', c.provider)
           .$if(this.store.lockRows, (q) => q.forUpdate()),
       );
@@ -98,7 +98,7 @@ export class SqlPaymentRepository implements PaymentRepository {
       .insertInto('payment_connections')
       .values({
         id: c.id,
-        user_id: c.accountId,
+        account_id: c.accountId,
         provider: c.provider,
         livemode: flag(c.livemode),
         webhook_endpoint_id: c.webhookEndpointId,
@@ -106,7 +106,7 @@ export class SqlPaymentRepository implements PaymentRepository {
         webhook_secret_sealed: c.webhookSecretSealed,
         connected_at: c.connectedAt,
       })
-      .onConflict((oc) => oc.columns(['user_id', 'provider']).doNothing());
+      .onConflict((oc) => oc.columns(['account_id', 'provider']).doNothing());
     // A lock on no row locks nothing: when a concurrent connect inserts first (PostgreSQL), the insert
     // below waits for it and skips; the row is then there to lock and replace.
     for (;;) {
@@ -117,12 +117,12 @@ export class SqlPaymentRepository implements PaymentRepository {
   }
 
   async deleteConnection(unit: Unit, accountId: string, id: string): Promise<void> {
-    await executorOf(unit).run(this.db.deleteFrom('payment_connections').where('id', '=', id).where('user_id', '=', accountId));
+    await executorOf(unit).run(this.db.deleteFrom('payment_connections').where('id', '=', id).where('account_id', '=', accountId));
   }
 
   async findMapping(accountId: string, provider: string, priceId: string): Promise<PriceMapping | undefined> {
     const row = await this.store.read.first(
-      this.db.selectFrom('price_mappings').selectAll().where('user_id', '=', accountId).where('provider', '=', provider).where('price_id', '=', priceId),
+      this.db.selectFrom('price_mappings').selectAll().where('account_id', '=', accountId).where('provider', '=', provider).where('price_id', '=', priceId),
     );
     return row && toMapping(row);
   }
@@ -132,7 +132,7 @@ export class SqlPaymentRepository implements PaymentRepository {
       this.db
         .insertInto('price_mappings')
         .values({
-          user_id: m.accountId,
+          account_id: m.accountId,
           provider: m.provider,
           price_id: m.priceId,
           product_id: m.productId,
@@ -142,21 +142,21 @@ export class SqlPaymentRepository implements PaymentRepository {
           fixed_expires_at: m.fixedExpiresAt,
           created_at: m.createdAt,
         })
-        .onConflict((oc) => oc.columns(['user_id', 'provider', 'price_id']).doNothing()),
+        .onConflict((oc) => oc.columns(['account_id', 'provider', 'price_id']).doNothing()),
     );
     return inserted === 1;
   }
 
   async listMappings(accountId: string, productId: string): Promise<PriceMapping[]> {
     const rows = await this.store.read.all(
-      this.db.selectFrom('price_mappings').selectAll().where('user_id', '=', accountId).where('product_id', '=', productId).orderBy('created_at').orderBy('price_id'),
+      this.db.selectFrom('price_mappings').selectAll().where('account_id', '=', accountId).where('product_id', '=', productId).orderBy('created_at').orderBy('price_id'),
     );
     return rows.map(toMapping);
   }
 
   async deleteMapping(unit: Unit, accountId: string, productId: string, priceId: string): Promise<boolean> {
     const n = await executorOf(unit).run(
-      this.db.deleteFrom('price_mappings').where('user_id', '=', accountId).where('product_id', '=', productId).where('price_id', '=', priceId),
+      this.db.deleteFrom('price_mappings').where('account_id', '=', accountId).where('product_id', '=', productId).where('price_id', '=', priceId),
     );
     return n > 0;
   }
@@ -164,14 +164,14 @@ export class SqlPaymentRepository implements PaymentRepository {
   async mappingsFor(unit: Unit, accountId: string, provider: string, priceIds: string[]): Promise<PriceMapping[]> {
     if (priceIds.length === 0) return [];
     const rows = await executorOf(unit).all(
-      this.db.selectFrom('price_mappings').selectAll().where('user_id', '=', accountId).where('provider', '=', provider).where('price_id', 'in', priceIds),
+      this.db.selectFrom('price_mappings').selectAll().where('account_id', '=', accountId).where('provider', '=', provider).where('price_id', 'in', priceIds),
     );
     return rows.map(toMapping);
   }
 
   async findPurchaseBySession(accountId: string, provider: string, sessionId: string): Promise<Purchase | undefined> {
     const row = await this.store.read.first(
-      this.db.selectFrom('purchases').selectAll().where('user_id', '=', accountId).where('provider', '=', provider).where('session_id', '=', sessionId),
+      this.db.selectFrom('purchases').selectAll().where('account_id', '=', accountId).where('provider', '=', provider).where('session_id', '=', sessionId),
     );
     return row && toPurchase(row, []);
   }
@@ -182,7 +182,7 @@ export class SqlPaymentRepository implements PaymentRepository {
         .insertInto('purchases')
         .values({
           id: p.id,
-          user_id: p.accountId,
+          account_id: p.accountId,
           provider: p.provider,
           session_id: p.sessionId,
           payment_id: p.paymentId,
@@ -196,7 +196,7 @@ export class SqlPaymentRepository implements PaymentRepository {
           updated_at: p.createdAt,
         })
         // On PostgreSQL a concurrent insert of the same session waits for the other transaction, then skips.
-        .onConflict((oc) => oc.columns(['user_id', 'provider', 'session_id']).doNothing()),
+        .onConflict((oc) => oc.columns(['account_id', 'provider', 'session_id']).doNothing()),
     );
     return inserted === 1;
   }
@@ -211,7 +211,7 @@ export class SqlPaymentRepository implements PaymentRepository {
       this.db
         .selectFrom('purchases')
         .selectAll()
-        .where('user_id', '=', accountId)
+        .where('account_id', '=', accountId)
         .where('provider', '=', provider)
         .where('payment_id', '=', paymentId)
         .$if(this.store.lockRows, (q) => q.forUpdate()),
@@ -233,14 +233,14 @@ export class SqlPaymentRepository implements PaymentRepository {
     await executorOf(unit).run(
       this.db
         .insertInto('payment_reversals')
-        .values({ user_id: accountId, provider, payment_id: paymentId, reason, created_at: now })
-        .onConflict((oc) => oc.columns(['user_id', 'provider', 'payment_id']).doNothing()),
+        .values({ account_id: accountId, provider, payment_id: paymentId, reason, created_at: now })
+        .onConflict((oc) => oc.columns(['account_id', 'provider', 'payment_id']).doNothing()),
     );
   }
 
   async earlyReversal(unit: Unit, accountId: string, provider: string, paymentId: string): Promise<'refunded' | 'disputed' | undefined> {
     const row = await executorOf(unit).first(
-      this.db.selectFrom('payment_reversals').select('reason').where('user_id', '=', accountId).where('provider', '=', provider).where('payment_id', '=', paymentId),
+      this.db.selectFrom('payment_reversals').select('reason').where('account_id', '=', accountId).where('provider', '=', provider).where('payment_id', '=', paymentId),
     );
     return row?.reason;
   }
@@ -250,7 +250,7 @@ export class SqlPaymentRepository implements PaymentRepository {
       this.db
         .selectFrom('purchases')
         .selectAll()
-        .where('user_id', '=', accountId)
+        .where('account_id', '=', accountId)
         .$if(before !== undefined, (q) =>
           q.where((eb) => eb.or([eb('created_at', '<', before!.createdAt), eb.and([eb('created_at', '=', before!.createdAt), eb('id', '<', before!.id)])])),
         )
@@ -262,7 +262,7 @@ export class SqlPaymentRepository implements PaymentRepository {
   }
 
   async getPurchase(accountId: string, id: string): Promise<Purchase | undefined> {
-    const row = await this.store.read.first(this.db.selectFrom('purchases').selectAll().where('id', '=', id).where('user_id', '=', accountId));
+    const row = await this.store.read.first(this.db.selectFrom('purchases').selectAll().where('id', '=', id).where('account_id', '=', accountId));
     return row && (await this.withKeys(this.store.read, [row]))[0];
   }
 
@@ -273,7 +273,7 @@ export class SqlPaymentRepository implements PaymentRepository {
         .selectAll()
         .where('id', '=', id)
         .where('email_normalized', '=', scope.email)
-        .$if(scope.userId !== null, (q) => q.where('user_id', '=', scope.userId!)),
+        .$if(scope.accountId !== null, (q) => q.where('account_id', '=', scope.accountId!)),
     );
     return row && toPurchase(row, []);
   }
@@ -287,7 +287,7 @@ export class SqlPaymentRepository implements PaymentRepository {
         .where('pl.license_key', 'in', licenseKeys)
         .where('p.email_normalized', '=', scope.email)
         .where('p.invoice_id', 'is not', null)
-        .$if(scope.userId !== null, (q) => q.where('p.user_id', '=', scope.userId!)),
+        .$if(scope.accountId !== null, (q) => q.where('p.account_id', '=', scope.accountId!)),
     );
     return new Map(rows.map((r) => [r.license_key, r.id]));
   }

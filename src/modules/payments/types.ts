@@ -52,7 +52,7 @@ export interface PurchasePage {
 export interface CustomerScope {
   email: string;
   /** A private session shows one account's purchases only. */
-  userId: string | null;
+  accountId: string | null;
 }
 
 /** Storage of payments; every query scoped to the account in SQL. */

@@ -23,7 +23,7 @@ export class SqlPortalRepository implements PortalRepository {
       .innerJoin('products as p', 'p.id', 'l.product_id')
       .where('l.email_normalized', '=', scope.email)
       .where('p.portal_show', '=', 1)
-      .$if(scope.userId !== null, (q) => q.where('l.user_id', '=', scope.userId!));
+      .$if(scope.accountId !== null, (q) => q.where('l.account_id', '=', scope.accountId!));
   }
 
   async recentLinkRequests(unit: Unit, email: string, since: number): Promise<LinkRequest[]> {
@@ -48,7 +48,7 @@ export class SqlPortalRepository implements PortalRepository {
   }
 
   async hasVisibleLicense(unit: Unit, email: string): Promise<boolean> {
-    return (await executorOf(unit).first(this.visible({ email, userId: null }).select('l.key').limit(1))) !== undefined;
+    return (await executorOf(unit).first(this.visible({ email, accountId: null }).select('l.key').limit(1))) !== undefined;
   }
 
   async insertToken(unit: Unit, token: TokenRecord): Promise<void> {
@@ -64,7 +64,7 @@ export class SqlPortalRepository implements PortalRepository {
         tokenHash: row.token_hash,
         kind: row.kind,
         email: row.email_normalized,
-        userId: row.user_id,
+        accountId: row.account_id,
         expiresAt: row.expires_at,
         createdAt: row.created_at,
         linkHash: row.link_hash,
@@ -85,7 +85,7 @@ export class SqlPortalRepository implements PortalRepository {
   async listLicenses(scope: PortalScope, now: number): Promise<PortalLicenseRow[]> {
     const rows = await this.store.read.all(
       this.visible(scope)
-        .innerJoin('accounts as a', 'a.id', 'l.user_id')
+        .innerJoin('accounts as a', 'a.id', 'l.account_id')
         .select([
           'l.key',
           'l.type',
@@ -226,7 +226,7 @@ const toRow = (t: TokenRecord) => ({
   token_hash: t.tokenHash,
   kind: t.kind,
   email_normalized: t.email,
-  user_id: t.userId,
+  account_id: t.accountId,
   expires_at: t.expiresAt,
   created_at: t.createdAt,
   link_hash: t.linkHash,

@@ -18,7 +18,7 @@ export const LINK_REQUEST_WINDOW_MS = HOUR;
 /** Whose licenses a session shows: an address, and for a private session one account's products only. */
 export interface PortalScope {
   email: string;
-  userId: string | null;
+  accountId: string | null;
 }
 
 export interface TokenRecord extends PortalScope {
@@ -182,7 +182,7 @@ export class PortalService {
     const token = newToken();
     const url = this.portalUrl(token);
     const mail = portalLinkMail({ url, validForHours: LINK_VALIDITY_MS / HOUR });
-    const link: TokenRecord = { tokenHash: hashToken(token), kind: 'link', email, userId: null, expiresAt: now + LINK_VALIDITY_MS, createdAt: now, linkHash: null };
+    const link: TokenRecord = { tokenHash: hashToken(token), kind: 'link', email, accountId: null, expiresAt: now + LINK_VALIDITY_MS, createdAt: now, linkHash: null };
     return this.units.run(async (unit): Promise<LinkRequestOutcome> => {
       const since = now - LINK_REQUEST_WINDOW_MS;
       const recent = await this.repo.recentLinkRequests(unit, email, since);
@@ -201,14 +201,14 @@ export class PortalService {
     });
   }
 
-  /** Server API: a link for `email` showing only `userId`'s products, valid 12 hours. */
+  /** Server API: a link for `email` showing only `accountId`'s products, valid 12 hours. */
   async createPrivateSession(principal: Principal, rawEmail: string): Promise<{ url: string; expiresAt: number }> {
     const email = canonicalEmail(rawEmail);
     if (!email) throw invalidRequest('email', 'must be a valid e-mail address');
     const now = this.clock();
     const token = newToken();
     const expiresAt = now + PRIVATE_SESSION_VALIDITY_MS;
-    await this.units.run((unit) => this.repo.insertToken(unit, { tokenHash: hashToken(token), kind: 'link', email, userId: principal.accountId, expiresAt, createdAt: now, linkHash: null }));
+    await this.units.run((unit) => this.repo.insertToken(unit, { tokenHash: hashToken(token), kind: 'link', email, accountId: principal.accountId, expiresAt, createdAt: now, linkHash: null }));
     return { url: this.portalUrl(token), expiresAt };
   }
 

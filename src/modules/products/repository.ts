@@ -8,7 +8,7 @@ import type { Product, ProductFields, ProductRepository } from './service.ts';
 
 export const toProduct = (r: ProductRow): Product => ({
   id: r.id,
-  userId: r.user_id,
+  accountId: r.account_id,
   name: r.name,
   description: r.description,
   supportEmail: r.support_email,
@@ -48,7 +48,7 @@ export class SqlProductRepository implements ProductRepository {
 
   constructor(private readonly store: Store) {
     const owned = (p: <K extends 'id' | 'account'>(name: K) => string) =>
-      store.db.selectFrom('products').selectAll().where('id', '=', p('id')).where('user_id', '=', p('account'));
+      store.db.selectFrom('products').selectAll().where('id', '=', p('id')).where('account_id', '=', p('account'));
     this.q = {
       owned: new Prepared<{ id: string; account: string }, ProductRow>(owned),
       lock: new Prepared<{ id: string; account: string }, ProductRow>((p) => owned(p).$if(store.lockRows, (q) => q.forUpdate())),
@@ -63,10 +63,10 @@ export class SqlProductRepository implements ProductRepository {
     await executorOf(unit).run(
       this.db.insertInto('products').values({
         id: p.id,
-        user_id: p.userId,
+        account_id: p.accountId,
         created_at: p.createdAt,
         has_image: flag(p.hasImage),
-        ...(columns(p) as Omit<Insertable<ProductsTable>, 'id' | 'user_id' | 'created_at' | 'has_image'>),
+        ...(columns(p) as Omit<Insertable<ProductsTable>, 'id' | 'account_id' | 'created_at' | 'has_image'>),
       }),
     );
   }
@@ -78,7 +78,7 @@ export class SqlProductRepository implements ProductRepository {
 
   async list(accountId: string): Promise<Product[]> {
     const rows = await this.store.read.all(
-      this.db.selectFrom('products').selectAll().where('user_id', '=', accountId).orderBy('created_at').orderBy('id'),
+      this.db.selectFrom('products').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id'),
     );
     return rows.map(toProduct);
   }
@@ -91,7 +91,7 @@ export class SqlProductRepository implements ProductRepository {
   async update(unit: Unit, accountId: string, id: string, fields: Partial<ProductFields> & { hasImage?: boolean }): Promise<void> {
     const set = columns(fields);
     if (Object.keys(set).length === 0) return;
-    await executorOf(unit).run(this.db.updateTable('products').set(set).where('id', '=', id).where('user_id', '=', accountId));
+    await executorOf(unit).run(this.db.updateTable('products').set(set).where('id', '=', id).where('account_id', '=', accountId));
   }
 
   async hasLicenses(unit: Unit, id: string): Promise<boolean> {
@@ -99,6 +99,6 @@ export class SqlProductRepository implements ProductRepository {
   }
 
   async delete(unit: Unit, accountId: string, id: string): Promise<void> {
-    await executorOf(unit).run(this.db.deleteFrom('products').where('id', '=', id).where('user_id', '=', accountId));
+    await executorOf(unit).run(this.db.deleteFrom('products').where('id', '=', id).where('account_id', '=', accountId));
   }
 }

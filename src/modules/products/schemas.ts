@@ -63,7 +63,7 @@ export const ProductParams = Type.Object({ productId: Type.String({ minLength: 1
 
 export const productView = (p: Product) => ({
   id: p.id,
-  userId: p.userId,
+  userId: p.accountId,
   name: p.name,
   description: p.description,
   supportEmail: p.supportEmail,

@@ -6,7 +6,7 @@ import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 
 export interface Product {
   id: string;
-  userId: string;
+  accountId: string;
   name: string;
   description: string;
   supportEmail: string | null;
@@ -99,7 +99,7 @@ export class ProductService {
       ...DEFAULTS,
       ...(checkFields(fields) as ProductFields),
       id: newProductId(),
-      userId: principal.accountId,
+      accountId: principal.accountId,
       hasImage: false,
       createdAt: this.clock(),
     };

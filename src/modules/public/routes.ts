@@ -39,7 +39,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = asyn
       // The token is signed inside the activation: if signing fails, the device keeps no slot.
       const seal = tokens ? await tokens.sealForActivation(productId) : undefined;
       const activation = await licenses.publicActivate(licenseKey, productId, { identifier: deviceIdentifier, name: deviceName }, seal);
-      activity?.activated(activation.license.userId, activation.license.productId);
+      activity?.activated(activation.license.accountId, activation.license.productId);
       return {
         isValid: true,
         status: activation.status,
@@ -66,7 +66,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = asyn
       const { licenseKey, deviceIdentifier, productId } = req.body;
       const result = await licenses.publicValidate(licenseKey, productId, deviceIdentifier);
       if (!result.isValid) return { isValid: false, status: null, device: null, license: null, reason: result.reason };
-      activity?.validated(result.license.userId, result.license.productId);
+      activity?.validated(result.license.accountId, result.license.productId);
       return { isValid: true, status: result.status, device: deviceView(result.device), license: publicLicenseView(result.license) };
     },
   );

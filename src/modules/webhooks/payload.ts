@@ -17,7 +17,7 @@ export type DevicesLookup = (license: LicenseSnapshot, limit: number) => Promise
 
 const fromSnapshot = (l: LicenseSnapshot, activeDevices: Device[]): License => ({
   key: l.key,
-  userId: l.accountId,
+  accountId: l.accountId,
   productId: l.productId,
   type: l.type,
   expiresAt: l.expiresAt,

@@ -9,7 +9,7 @@ import type { AttemptOutcome, DeliveryStatus, DeliveryTarget, DeliveryWithAttemp
 
 const toEndpoint = (r: Selectable<WebhookEndpointsTable>): WebhookEndpoint => ({
   id: r.id,
-  accountId: r.user_id,
+  accountId: r.account_id,
   url: r.url,
   description: r.description,
   events: JSON.parse(r.events) as string[],
@@ -31,13 +31,13 @@ function webhookStatements(store: Store) {
   const db = store.db;
   return {
     endpoints: new Prepared<{ account: string }, { id: string; events: string; enabled: boolean | number }>((p) =>
-      db.selectFrom('webhook_endpoints').select(['id', 'events', 'enabled']).where('user_id', '=', p('account')),
+      db.selectFrom('webhook_endpoints').select(['id', 'events', 'enabled']).where('account_id', '=', p('account')),
     ),
     insertDelivery: new Prepared<DeliveryParams, never>((p) =>
       db.insertInto('webhook_deliveries').values({
         id: p('id'),
         endpoint_id: p('endpoint'),
-        user_id: p('account'),
+        account_id: p('account'),
         event_id: p('event'),
         event_type: p('type'),
         body: p('body'),
@@ -53,7 +53,7 @@ function webhookStatements(store: Store) {
       db
         .selectFrom('webhook_deliveries as d')
         .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-        .select(['d.id', 'd.event_id', 'd.event_type', 'd.body', 'e.id as endpoint_id', 'e.user_id', 'e.url', 'e.secret_sealed', 'e.enabled'])
+        .select(['d.id', 'd.event_id', 'd.event_type', 'd.body', 'e.id as endpoint_id', 'e.account_id', 'e.url', 'e.secret_sealed', 'e.enabled'])
         .where('d.id', '=', p('delivery')),
     ),
     insertAttempt: new Prepared<AttemptParams, never>((p) =>
@@ -86,7 +86,7 @@ function webhookStatements(store: Store) {
   };
 }
 
-type TargetRow = { id: string; event_id: string; event_type: string; body: string; endpoint_id: string; user_id: string; url: string; secret_sealed: string; enabled: boolean | number };
+type TargetRow = { id: string; event_id: string; event_type: string; body: string; endpoint_id: string; account_id: string; url: string; secret_sealed: string; enabled: boolean | number };
 
 export class SqlWebhookRepository implements WebhookRepository {
   private readonly q: ReturnType<typeof webhookStatements>;
@@ -103,7 +103,7 @@ export class SqlWebhookRepository implements WebhookRepository {
     await executorOf(unit).run(
       this.db.insertInto('webhook_endpoints').values({
         id: e.id,
-        user_id: e.accountId,
+        account_id: e.accountId,
         url: e.url,
         description: e.description,
         events: JSON.stringify(e.events),
@@ -121,17 +121,17 @@ export class SqlWebhookRepository implements WebhookRepository {
     // PostgreSQL: the account's row locked first, so two creations at once count one after the
     // other and the cap holds (SQLite's units already run one at a time).
     if (this.store.lockRows) await tx.first(this.db.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate());
-    const row = await tx.first(this.db.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', accountId));
+    const row = await tx.first(this.db.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', accountId));
     return Number(row?.n ?? 0);
   }
 
   async listEndpoints(accountId: string): Promise<WebhookEndpoint[]> {
-    const rows = await this.store.read.all(this.db.selectFrom('webhook_endpoints').selectAll().where('user_id', '=', accountId).orderBy('created_at').orderBy('id'));
+    const rows = await this.store.read.all(this.db.selectFrom('webhook_endpoints').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id'));
     return rows.map(toEndpoint);
   }
 
   async getEndpoint(accountId: string, id: string, unit?: Unit): Promise<WebhookEndpoint | undefined> {
-    const row = await readerOf(this.store, unit).first(this.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).where('user_id', '=', accountId));
+    const row = await readerOf(this.store, unit).first(this.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).where('account_id', '=', accountId));
     return row && toEndpoint(row);
   }
 
@@ -142,11 +142,11 @@ export class SqlWebhookRepository implements WebhookRepository {
     if (f.events !== undefined) set.events = JSON.stringify(f.events);
     // Enabling again starts with a clean slate: the 24-hour failure clock restarts.
     if (f.enabled !== undefined) Object.assign(set, { enabled: flag(f.enabled), disabled_at: null, failing_since: null });
-    return executorOf(unit).run(this.db.updateTable('webhook_endpoints').set(set).where('id', '=', id).where('user_id', '=', accountId));
+    return executorOf(unit).run(this.db.updateTable('webhook_endpoints').set(set).where('id', '=', id).where('account_id', '=', accountId));
   }
 
   deleteEndpoint(unit: Unit, accountId: string, id: string): Promise<number> {
-    return executorOf(unit).run(this.db.deleteFrom('webhook_endpoints').where('id', '=', id).where('user_id', '=', accountId));
+    return executorOf(unit).run(this.db.deleteFrom('webhook_endpoints').where('id', '=', id).where('account_id', '=', accountId));
   }
 
   async eventEndpoints(unit: Unit, accountId: string): Promise<Pick<WebhookEndpoint, 'id' | 'events' | 'enabled'>[]> {
@@ -167,7 +167,7 @@ export class SqlWebhookRepository implements WebhookRepository {
         .selectFrom('webhook_deliveries')
         .select(['id', 'endpoint_id', 'event_id', 'event_type', 'status', 'attempts', 'last_status_code', 'next_attempt_at', 'delivered_at', 'created_at'])
         .where('endpoint_id', '=', endpointId)
-        .where('user_id', '=', accountId)
+        .where('account_id', '=', accountId)
         .$if(before !== undefined, (q) => q.where('id', '<', before!))
         .orderBy('id', 'desc')
         .limit(limit),
@@ -208,7 +208,7 @@ export class SqlWebhookRepository implements WebhookRepository {
         .select(['event_id', 'event_type', 'body'])
         .where('id', '=', deliveryId)
         .where('endpoint_id', '=', endpointId)
-        .where('user_id', '=', accountId),
+        .where('account_id', '=', accountId),
     );
     return row && { eventId: row.event_id, eventType: row.event_type, body: row.body };
   }
@@ -222,7 +222,7 @@ export class SqlWebhookRepository implements WebhookRepository {
         eventType: row.event_type,
         body: row.body,
         endpointId: row.endpoint_id,
-        accountId: row.user_id,
+        accountId: row.account_id,
         url: row.url,
         secretSealed: row.secret_sealed,
         enabled: bool(row.enabled),

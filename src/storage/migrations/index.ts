@@ -13,6 +13,7 @@ import * as m011IdempotencyLog from './011_idempotency_log.ts';
 import * as m012EmailChanges from './012_email_changes.ts';
 import * as m013DeviceActivations from './013_device_activations.ts';
 import * as m014LicenseChangeFeed from './014_license_change_feed.ts';
+import * as m015AccountId from './015_account_id.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -34,6 +35,7 @@ export const migrations: Record<string, Migration> = {
   '012_email_changes': m012EmailChanges,
   '013_device_activations': m013DeviceActivations,
   '014_license_change_feed': m014LicenseChangeFeed,
+  '015_account_id': m015AccountId,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -138,11 +138,18 @@ export async function onlineBackup(conn: SqliteConnection, target: string): Prom
 
 /**
  * node:sqlite's error carries the extended result code as a number (`errcode`); the store's code
- * reads better-sqlite3's names (`code: 'SQLITE_BUSY'`). The codes anything here tells apart.
+ * reads better-sqlite3's names (`code: 'SQLITE_BUSY'`): the primary codes, and the extended ones the store tells apart.
  */
 const RESULT_CODES: Record<number, string> = {
+  1: 'SQLITE_ERROR',
   5: 'SQLITE_BUSY',
   6: 'SQLITE_LOCKED',
+  8: 'SQLITE_READONLY',
+  10: 'SQLITE_IOERR',
+  11: 'SQLITE_CORRUPT',
+  13: 'SQLITE_FULL',
+  14: 'SQLITE_CANTOPEN',
+  26: 'SQLITE_NOTADB',
   19: 'SQLITE_CONSTRAINT',
   275: 'SQLITE_CONSTRAINT_CHECK',
   787: 'SQLITE_CONSTRAINT_FOREIGNKEY',

@@ -70,6 +70,8 @@ parentPort.on('message', (message) => {
 });
 `;
 
+/** A worker that ended by itself is replaced after this long. */
+const RESTART_AFTER_MS = 1000;
 /** How long writes wait for a checkpoint before the event loop steps aside for it (shared core). */
 const HURRY_AFTER_MS = 20;
 /** The longest the event loop stays blocked for one (the worker may be waiting on the disk, not the core). */
@@ -96,7 +98,10 @@ export interface CheckpointerOptions {
  * gets the core (an unprivileged thread cannot raise its priority again).
  */
 export class Checkpointer {
-  private readonly worker: Worker;
+  private worker!: Worker;
+  /** The worker ended without being asked to (it failed): checkpoints wait for its replacement. */
+  private exited!: Promise<void>;
+  private alive = false;
   private pending: { resolve: (result: CheckpointResult) => void; reject: (error: Error) => void } | undefined;
   private current: Promise<CheckpointResult> | undefined;
   private closed = false;
@@ -105,25 +110,41 @@ export class Checkpointer {
   /** `finished` when the running checkpoint was asked for. */
   private asked = 0;
   readonly sharedCore: boolean;
+  private readonly workerData: object;
 
   constructor(file: string, options: CheckpointerOptions = {}) {
     this.sharedCore = options.sharedCore ?? availableParallelism() === 1;
     const driver = bindingName === 'better-sqlite3' ? betterSqlitePath() : undefined;
-    const workerData = { file, binding: bindingName, driver, finished: this.finished.buffer, background: this.sharedCore };
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData });
+    this.workerData = { file, binding: bindingName, driver, finished: this.finished.buffer, background: this.sharedCore };
+    this.start();
+  }
+
+  private start(): void {
+    // None of the process's own flags (a loader, --input-type=module): the source is plain CommonJS.
+    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: this.workerData, execArgv: [] });
+    this.worker = worker;
+    this.alive = true;
     // Never keeps the process alive by itself; close() ends it with the store.
-    this.worker.unref();
-    this.worker.on('message', (message: { ok: true; result: CheckpointResult } | { ok: false; error: string }) => {
+    worker.unref();
+    worker.on('message', (message: { ok: true; result: CheckpointResult } | { ok: false; error: string }) => {
       const pending = this.pending;
       this.pending = undefined;
       if (message.ok) pending?.resolve(message.result);
       else pending?.reject(new Error(message.error));
     });
-    this.worker.on('error', (error) => {
-      const pending = this.pending;
-      this.pending = undefined;
-      pending?.reject(error);
-    });
+    this.exited = new Promise((resolve) =>
+      worker.once('exit', () => {
+        this.alive = false;
+        resolve();
+        const pending = this.pending;
+        this.pending = undefined;
+        pending?.reject(new Error('the checkpointer worker exited'));
+        // A worker that failed is replaced: the WAL must keep being copied, or it grows without end.
+        if (!this.closed) setTimeout(() => !this.closed && this.start(), RESTART_AFTER_MS).unref();
+      }),
+    );
+    // Its error ends it ('exit' follows): handled there.
+    worker.on('error', () => {});
   }
 
   /** A checkpoint is running on the worker. */
@@ -138,6 +159,7 @@ export class Checkpointer {
   run(urgent = false): Promise<CheckpointResult> {
     if (this.closed) return Promise.reject(new Error('Checkpointer is closed'));
     if (this.pending) return Promise.reject(new Error('a checkpoint is already running'));
+    if (!this.alive) return Promise.reject(new Error('the checkpointer worker is being replaced'));
     this.current = new Promise((resolve, reject) => {
       this.pending = { resolve, reject };
       this.asked = Atomics.load(this.finished, 0);
@@ -165,10 +187,9 @@ export class Checkpointer {
     if (this.closed) return;
     this.closed = true;
     await this.idle();
-    const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
     // Held by the wait now: an unreferenced worker would let the process end before the store closed.
     this.worker.ref();
     this.worker.postMessage('close');
-    await exited;
+    await this.exited;
   }
 }

@@ -35,6 +35,19 @@ function lowestPriorityThreads(): number {
 }
 
 describe('SQLite checkpoints', () => {
+  it('replaces a worker that ended by itself, and checkpoints go on', async () => {
+    const dir = tempDir();
+    const store = await openWithFiller(dir, { checkpointEveryMs: 0 });
+    const checkpointer = (store as unknown as { checkpointer: { worker: { terminate(): Promise<number> } } }).checkpointer;
+    const first = checkpointer.worker;
+    await first.terminate();
+    await waitFor(() => checkpointer.worker !== first, { timeoutMs: 5000, message: 'a new checkpointer worker' });
+    const before = store.checkpoints.periodic;
+    for (let round = 0; round < 5; round++) await writeRows(store, round * 200, 200);
+    await waitFor(() => store.checkpoints.periodic > before, { timeoutMs: 5000, message: 'a checkpoint on the new worker' });
+    await store.close();
+  });
+
   it('copies the WAL into the database file on the worker while writes go on', async () => {
     const dir = tempDir();
     const store = await openWithFiller(dir, { checkpointEveryMs: 0 });

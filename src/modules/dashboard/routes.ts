@@ -18,6 +18,13 @@ import { SCREENS } from './screens.ts';
 import { dashboardPrincipal, type SignedIn } from './service.ts';
 import { emptyForm, NAV } from './views.ts';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route takes a multipart/form-data upload (a dashboard form with a file). */
+    multipart?: boolean;
+  }
+}
+
 export interface DashboardLimits {
   enabled: boolean;
   /** Every dashboard page, per client address and minute. */
@@ -77,7 +84,14 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
               ? messagePage({ title: 'Something went wrong', text: 'We could not complete that. Please try again in a moment.', action: { text: 'Back to the dashboard', href: '/dashboard' } })
               : messagePage({ title: 'That did not work', text: 'The request was not understood. Go back and try again.', action: { text: 'Back to the dashboard', href: '/dashboard' } }),
   });
-  await app.register(multipart, { limits: { fileSize: IMAGE_MAX_BYTES, files: 1, fields: 4, fieldSize: 512, parts: 5 } });
+  // Multipart bodies are parsed before any handler, fields and file alike (the file as a Buffer, at
+  // most 1 MiB), so the CSRF check below reads a multipart form's token as it reads any form's. Only
+  // a route that takes an upload (`config.multipart`) accepts one: anywhere else it is a 415 before
+  // its parts are read.
+  await app.register(multipart, { attachFieldsToBody: 'keyValues', limits: { fileSize: IMAGE_MAX_BYTES, files: 1, fields: 4, fieldSize: 512, parts: 5 } });
+  app.addHook('onRequest', async (req) => {
+    if (req.routeOptions.config.multipart !== true && /^\s*multipart\//i.test(req.headers['content-type'] ?? '')) throw new AppError('unsupported_media_type', 'This form takes no upload.');
+  });
 
   const csrfCookie = new CsrfCookie(csrf, CSRF_COOKIE, { path: '/dashboard', secure: secureCookies });
   const sessionCookie = (value: string, maxAge: number) => cookie(SESSION_COOKIE, value, { path: '/dashboard', secure: secureCookies, maxAge });
@@ -285,13 +299,12 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
         viewer: { email: current.account.email, csrf: csrfCookie.token(req, reply, current.session.id) },
       };
     });
-    // Every urlencoded POST carries the token bound to this session; multipart forms check theirs in the handler.
+    // Every request that may change something carries the token bound to this session, whatever its
+    // body's type (urlencoded, multipart, JSON); without one the handler never runs.
     signedIn.addHook('preHandler', async (req, reply) => {
-      if (req.method !== 'POST' || req.isMultipart()) return;
+      if (req.method === 'GET' || req.method === 'HEAD') return;
       if (!csrfCookie.verify(req, form(req).csrf, req.dashboard.session.id)) return refused(reply, req.url);
     });
-    const verifyCsrf = (req: FastifyRequest, token: unknown) => csrfCookie.verify(req, token, req.dashboard.session.id);
-    const refuse = (reply: FastifyReply) => refused(reply, '/dashboard');
-    for (const screen of SCREENS) await signedIn.register(screen.routes, { services, verifyCsrf, refuse, setSession, passwordLimit });
+    for (const screen of SCREENS) await signedIn.register(screen.routes, { services, setSession, passwordLimit });
   });
 };

@@ -172,6 +172,49 @@ forEachStore('dashboard e-mail change', (kind) => {
       expect((await ctx.services.accounts.findById(t.userId))!.email).toBe(t.email);
     });
 
+    it('a password reset cancels the pending e-mail change: an attacker who once knew the password loses the account move', async () => {
+      const t = await createTenant(ctx);
+      // The attacker, signed in with the old password, asks to move the account to their address.
+      const attacker = await signIn(ctx, t.email);
+      const stolen = await ask(attacker, freshAddress());
+      // The owner resets the password by the e-mailed link.
+      const owner = new WebBrowser(ctx);
+      await owner.request('GET', '/dashboard/forgot');
+      await owner.request('POST', '/dashboard/forgot', { email: t.email, csrf: owner.csrf });
+      const resetMail = await transport.waitFor(t.email, 'password_reset');
+      const resetLink = /http:\/\/[^\s]+\/dashboard\/reset\?token=[A-Za-z0-9_-]+/.exec(resetMail.text)![0];
+      await owner.request('GET', resetLink);
+      const reset = await owner.request('POST', '/dashboard/reset', { token: tokenOf(resetLink), password: 'the owner took it back', csrf: owner.csrf });
+      expect(reset.status).toBe(303);
+      expect(await pending(t.userId)).toHaveLength(0);
+      // The attacker's confirmation link is dead, on both the page and the form.
+      const visitor = new WebBrowser(ctx);
+      expect((await visitor.request('GET', stolen)).status).toBe(400);
+      await visitor.request('GET', '/dashboard/forgot');
+      expect((await visitor.request('POST', '/dashboard/email/confirm', { token: tokenOf(stolen), csrf: visitor.csrf })).status).toBe(400);
+      expect((await ctx.services.accounts.findById(t.userId))!.email).toBe(t.email);
+    });
+
+    it('a password change cancels the pending e-mail change and every reset link of the account', async () => {
+      const t = await createTenant(ctx);
+      const browser = await signIn(ctx, t.email);
+      const moved = await ask(browser, freshAddress());
+      const visitor = new WebBrowser(ctx);
+      await visitor.request('GET', '/dashboard/forgot');
+      await visitor.request('POST', '/dashboard/forgot', { email: t.email, csrf: visitor.csrf });
+      const resetMail = await transport.waitFor(t.email, 'password_reset');
+      const resetLink = /http:\/\/[^\s]+\/dashboard\/reset\?token=[A-Za-z0-9_-]+/.exec(resetMail.text)![0];
+
+      await browser.request('GET', '/dashboard/account');
+      const changed = await browser.request('POST', '/dashboard/account/password', { currentPassword: PASSWORD, newPassword: 'a brand new password', csrf: browser.csrf });
+      expect(changed.status).toBe(303);
+      expect(await pending(t.userId)).toHaveLength(0);
+      expect((await visitor.request('GET', moved)).status).toBe(400);
+      expect((await visitor.request('GET', resetLink)).status).toBe(400);
+      expect(await ctx.store.read.all(ctx.store.db.selectFrom('dashboard_password_resets').selectAll().where('user_id', '=', t.userId))).toHaveLength(0);
+      expect((await ctx.services.accounts.findById(t.userId))!.email).toBe(t.email);
+    });
+
     it('confirms a link once when it is used twice at the same time', async () => {
       const t = await createTenant(ctx);
       const browser = await signIn(ctx, t.email);

@@ -126,6 +126,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
       enabled: limits.enabled,
       perClientPerMinute: limits.dashboardPerMinute,
       loginsPerAddress: limits.dashboardLoginsPerAddress,
+      loginsAllClientsPerAddress: limits.dashboardLoginsAllClientsPerAddress,
       loginsPerClient: limits.dashboardLoginsPerClient,
     },
   });

@@ -19,8 +19,10 @@ export interface RateLimitConfig {
   redisUrl?: string;
   /** Prefix of the counters' Redis keys (REDIS_KEY_PREFIX). */
   redisKeyPrefix: string;
-  /** Dashboard log-in (and password-reset) attempts per 15 minutes per e-mail address. */
+  /** Dashboard log-in (and password-reset) attempts per 15 minutes per e-mail address and client address. */
   dashboardLoginsPerAddress: number;
+  /** Dashboard log-in (and password-reset) attempts per 15 minutes per e-mail address from all clients together (a high cap). */
+  dashboardLoginsAllClientsPerAddress: number;
   /** Dashboard log-in (and password-reset) attempts per 15 minutes per client address. */
   dashboardLoginsPerClient: number;
   /** Dashboard page requests per minute per client address. */
@@ -226,6 +228,7 @@ export function loadConfig(env: Env = process.env): Config {
       redisUrl,
       redisKeyPrefix: env.REDIS_KEY_PREFIX || 'tessera:rl:',
       dashboardLoginsPerAddress: int(env, 'RATE_LIMIT_DASHBOARD_LOGINS_PER_ADDRESS', 10),
+      dashboardLoginsAllClientsPerAddress: int(env, 'RATE_LIMIT_DASHBOARD_LOGINS_ALL_CLIENTS_PER_ADDRESS', 100),
       dashboardLoginsPerClient: int(env, 'RATE_LIMIT_DASHBOARD_LOGINS_PER_CLIENT', 30),
       dashboardPerMinute: int(env, 'RATE_LIMIT_DASHBOARD_PER_MINUTE', 600),
     },

@@ -29,8 +29,13 @@ export interface DashboardLimits {
   enabled: boolean;
   /** Every dashboard page, per client address and minute. */
   perClientPerMinute: number;
-  /** Log-in and reset requests per 15 minutes, per e-mail address and per client address. */
+  /**
+   * Log-in and reset requests per 15 minutes: per (e-mail address, client address), so a stranger
+   * spends their own quota and never the owner's; per e-mail address from all clients together (a
+   * high cap against guessing from many addresses); and per client address.
+   */
   loginsPerAddress: number;
+  loginsAllClientsPerAddress: number;
   loginsPerClient: number;
 }
 
@@ -101,17 +106,19 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
   type LimitConfig = { rateLimit: { max: number; timeWindow: number } };
   const pageLimit = (limits.enabled ? { rateLimit: { max: limits.perClientPerMinute, timeWindow: MINUTE } } : {}) as LimitConfig;
   const loginWindow = 15 * MINUTE;
-  // Two counters on the sign-in forms, both kept by @fastify/rate-limit (so in Redis when it is).
+  // Three counters on the sign-in forms, all kept by @fastify/rate-limit (so in Redis when it is).
   // Per client: the route's limit, on the request.
   const loginLimit = (limits.enabled ? { rateLimit: { max: limits.loginsPerClient, timeWindow: loginWindow } } : {}) as LimitConfig;
   // Per address: asked once the body is parsed, through createRateLimit (the plugin's store), since
-  // the plugin runs only one route limit per request.
+  // the plugin runs only one route limit per request. Counted per (address, client), as the portal's
+  // links are: a stranger's wrong passwords use up the stranger's quota, and the operator, from their
+  // own client, still gets in; the all-clients cap, far higher, bounds guessing from many clients.
+  const addressOf = (req: FastifyRequest) => normalizeEmail(String((req.body as FormBody | undefined)?.email ?? ''));
   const perAddress = limits.enabled
-    ? app.createRateLimit({
-        max: limits.loginsPerAddress,
-        timeWindow: loginWindow,
-        keyGenerator: (req) => `dashboard-login:${normalizeEmail(String((req.body as FormBody | undefined)?.email ?? ''))}`,
-      })
+    ? app.createRateLimit({ max: limits.loginsPerAddress, timeWindow: loginWindow, keyGenerator: (req) => `dashboard-login:${addressOf(req)}|${req.ip}` })
+    : undefined;
+  const perAddressAllClients = limits.enabled
+    ? app.createRateLimit({ max: limits.loginsAllClientsPerAddress, timeWindow: loginWindow, keyGenerator: (req) => `dashboard-login:${addressOf(req)}` })
     : undefined;
   // The account page's forms check the password too: per account, with log-in's per-address size,
   // so a stolen session cookie cannot guess the password at the page limit's pace.
@@ -128,7 +135,12 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
       .header('retry-after', String(result.ttlInSeconds));
     throw new AppError('rate_limited', message);
   };
-  const addressLimit = counted(perAddress, 'Too many attempts for this address.');
+  const ownQuota = counted(perAddress, 'Too many attempts for this address from this client.');
+  const allClientsQuota = counted(perAddressAllClients, 'Too many attempts for this address.');
+  const addressLimit = async (req: FastifyRequest, reply: FastifyReply) => {
+    await ownQuota(req, reply);
+    await allClientsQuota(req, reply);
+  };
   const passwordLimit = counted(perAccount, 'Too many password attempts for this account.');
 
   const refused = (reply: FastifyReply, back: string) =>

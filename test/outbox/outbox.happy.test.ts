@@ -169,6 +169,24 @@ forEachStore('general outbox (e-mail on it)', (kind) => {
     expect(row).toMatchObject({ status: 'done', attempts: 2 });
   });
 
+  it('releases every live claim at once when told its holders are gone (a start holding the DATA_DIR lock): those jobs run now', async () => {
+    const clock = manualClock();
+    const outbox = new Outbox(ctx.store, clock);
+    await ctx.services.units.run((unit) => outbox.enqueue(unit, MAIL_JOB, message('released@example.com')));
+    const claimed = await outbox.claim('dead-worker', [MAIL_JOB], 5 * 60_000, 100);
+    expect(claimed.map((j) => (j.payload as OutgoingMail).to)).toContain('released@example.com');
+    const transport = new CapturingTransport();
+    const survivor = mailWorker(transport, {}, outbox, clock);
+    await survivor.drain();
+    expect(transport.sent.map((m) => m.to)).not.toContain('released@example.com'); // its lease holds
+    expect(await outbox.releaseClaims()).toBeGreaterThanOrEqual(1);
+    await survivor.drain();
+    expect(transport.sent.map((m) => m.to)).toContain('released@example.com');
+    // The attempt the dead worker was on stays counted; done jobs were left alone.
+    expect((await outboxFor(ctx.store, 'released@example.com'))[0]).toMatchObject({ status: 'done', attempts: 2 });
+    expect(await outbox.releaseClaims()).toBe(0);
+  });
+
   it('claims with a lease per kind: each kind gets its own, and every claim is one statement (no new SQL per call)', async () => {
     const clock = manualClock();
     const texts = new Set<string>();

@@ -210,6 +210,18 @@ export class Outbox {
     );
   }
 
+  /**
+   * Releases every claim still held: those jobs are due again at once (the attempt they were on stays
+   * counted). Only for a start that knows every earlier worker is gone: on SQLite the DATA_DIR lock,
+   * which the kernel frees only when its holder dies, proves it (main.ts). A crashed worker's jobs
+   * would otherwise wait out their leases (5 minutes for e-mail).
+   */
+  releaseClaims(): Promise<number> {
+    return this.store.write((tx) =>
+      tx.run(this.store.db.updateTable('outbox').set({ claimed_by: null, claimed_until: null }).where('status', '=', 'pending').where('claimed_until', 'is not', null)),
+    );
+  }
+
   /** Done jobs are kept for a while (operators can look), then dropped. */
   purgeDone(before: number): Promise<number> {
     return this.store.write((tx) => tx.run(this.store.db.deleteFrom('outbox').where('status', '=', 'done').where('done_at', '<', before)));

@@ -90,8 +90,10 @@ export interface Config {
   webhooks: WebhookConfig;
   /** Audit log entries are kept this long (days). */
   auditRetentionDays: number;
-  /** Outbox jobs (e-mails, webhook deliveries) in hand at once per process. */
+  /** Outbox jobs in hand at once per process and lane (e-mail has its own lane; webhook deliveries and event consumers share the other). */
   outboxConcurrency: number;
+  /** Outbox jobs in flight at once per account and per webhook endpoint, across all processes (OUTBOX_CONCURRENCY_PER_ACCOUNT, WEBHOOK_CONCURRENCY_PER_ENDPOINT). */
+  outboxCaps: { perAccount: number; perTarget: number };
   /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`. */
   metricsToken?: string;
   /** `open`: anyone may create a dashboard account at /dashboard/signup; `closed` (default): the first-run setup and the CLI only. */
@@ -241,6 +243,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365),
     outboxConcurrency: int(env, 'OUTBOX_CONCURRENCY', 64),
+    outboxCaps: { perAccount: int(env, 'OUTBOX_CONCURRENCY_PER_ACCOUNT', 32), perTarget: int(env, 'WEBHOOK_CONCURRENCY_PER_ENDPOINT', 16) },
     metricsToken: env.METRICS_TOKEN || undefined,
     signup,
   };

@@ -3,13 +3,13 @@ import { loadConfig } from '../../src/config.ts';
 import { type DomainEvent, isLicenseEvent } from '../../src/core/events.ts';
 import { apiKeyPrincipal, type Principal } from '../../src/core/principal.ts';
 import { eventJobKind, type EventConsumer } from '../../src/modules/outbox/event-delivery.ts';
-import { OutboxWorker } from '../../src/modules/outbox/worker.ts';
+import { DEFAULT_WORKER_SETTINGS, OutboxWorker } from '../../src/modules/outbox/worker.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import type { Store } from '../../src/storage/index.ts';
 import { createTestDatabase, forEachStore, type TestDatabase } from '../support/stores.ts';
 
 const quiet = { info() {}, warn() {}, error() {} };
-const settings = { pollMs: 20, queuedWaitMs: 0, leaseMs: 60_000, batchSize: 50, concurrency: 10, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 };
+const settings = { pollMs: 20, queuedWaitMs: 0, leaseMs: 60_000, batchSize: 50, concurrency: 10, caps: DEFAULT_WORKER_SETTINGS.caps, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 };
 
 // Every change to a license and its devices emits its domain event inside the change's unit, whoever
 // asks; an event consumer receives them through the outbox after commit, and never for a rollback.

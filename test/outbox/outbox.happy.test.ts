@@ -9,13 +9,13 @@ import { Outbox } from '../../src/modules/outbox/outbox.ts';
 import { MAIL_JOB, mailConsumer } from '../../src/modules/mail/queue.ts';
 import { createMailTransport, SENDS_AT_ONCE } from '../../src/modules/mail/transport.ts';
 import type { MailTransport, OutgoingMail } from '../../src/modules/mail/types.ts';
-import { OutboxWorker, retryDelay } from '../../src/modules/outbox/worker.ts';
+import { DEFAULT_WORKER_SETTINGS, OutboxWorker, retryDelay } from '../../src/modules/outbox/worker.ts';
 import { CapturingTransport, waitUntil, outboxFor } from '../support/mail.ts';
 import { createTestDatabase, forEachStore, type StoreKind, type TestDatabase } from '../support/stores.ts';
 
 const quiet = { info() {}, warn() {}, error() {} };
 const message = (to: string, subject = 'Hello'): OutgoingMail => ({ kind: 'test', to, replyTo: null, subject, text: `Body for ${to}`, html: `<p>Body for ${to}</p>` });
-const settings = { pollMs: 20, queuedWaitMs: 0, leaseMs: 60_000, batchSize: 5, concurrency: 10, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 };
+const settings = { pollMs: 20, queuedWaitMs: 0, leaseMs: 60_000, batchSize: 5, concurrency: 10, caps: DEFAULT_WORKER_SETTINGS.caps, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 };
 
 /** A clock tests move by hand: leases and retry times pass without waiting. */
 function manualClock(start = Date.now()) {

@@ -3,7 +3,7 @@ import { verifyWebhook } from '../../packages/node/src/index.ts';
 import { loadConfig } from '../../src/config.ts';
 import { apiKeyPrincipal, type Principal } from '../../src/core/principal.ts';
 import { MAIL_JOB, mailConsumer } from '../../src/modules/mail/queue.ts';
-import { OutboxWorker } from '../../src/modules/outbox/worker.ts';
+import { DEFAULT_WORKER_SETTINGS, OutboxWorker } from '../../src/modules/outbox/worker.ts';
 import { DISABLE_AFTER_MS, RETRY_DELAYS_MS, webhookRetryAt } from '../../src/modules/webhooks/delivery.ts';
 import { WEBHOOK_JOB } from '../../src/modules/webhooks/service.ts';
 import { createServices, type Services } from '../../src/services.ts';
@@ -75,7 +75,7 @@ forEachStore('webhook delivery through the outbox', (kind: StoreKind) => {
       ctx.services.outbox,
       { [WEBHOOK_JOB]: ctx.services.jobConsumers[WEBHOOK_JOB]!, [MAIL_JOB]: mailConsumer(ctx.mail) },
       quiet,
-      { pollMs: 20, queuedWaitMs: 0, leaseMs: 60_000, batchSize: 50, concurrency: 16, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 },
+      { ...DEFAULT_WORKER_SETTINGS, pollMs: 20, queuedWaitMs: 0, leaseMs: 60_000, batchSize: 50, concurrency: 16, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 },
       ctx.clock,
     );
   const endpoint = (events = ['*']) => ctx.services.webhooks.create(principal, { url: ctx.receiver.url, events });

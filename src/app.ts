@@ -95,7 +95,11 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   app.addSchema(LicenseBody);
   app.addSchema(ProductBody);
 
-  const metrics = new Metrics({ store: services.store, outbox: services.outbox });
+  const metrics = new Metrics({
+    store: services.store,
+    outbox: services.outbox,
+    webhooks: { outcomes: services.webhookDeliverer.outcomes, backlog: () => services.webhooks.backlog(), clock: services.clock },
+  });
   registerMetrics(app, metrics, config.metricsToken);
 
   const limits = config.rateLimit;

@@ -132,6 +132,7 @@ forEachStore('webhook delivery through the outbox', (kind: StoreKind) => {
     const { endpoint: e } = await endpoint(['license.created']);
     const w = worker();
     ctx.receiver.fallback = 503;
+    const outcomes = { ...ctx.services.webhookDeliverer.outcomes };
     try {
       const firstFailure = ctx.clock();
       await ctx.services.licenses.create(principal, { productId, type: 'perpetual', maxDevices: 1 });
@@ -148,6 +149,8 @@ forEachStore('webhook delivery through the outbox', (kind: StoreKind) => {
       const [d] = await deliveryRows(e.id);
       expect(d).toMatchObject({ status: 'failed', nextAttemptAt: null });
       expect(d!.log.every((a) => a.statusCode === 503)).toBe(true);
+      // Counted for /metrics: every attempt but the last retrying, the last failed for good.
+      expect(ctx.services.webhookDeliverer.outcomes).toEqual({ ...outcomes, retrying: outcomes.retrying + d!.log.length - 1, failed: outcomes.failed + 1 });
       const mail = await ctx.mail.waitFor(accountEmail, 'webhook_disabled');
       expect(mail.text).toContain(ctx.receiver.url);
       expect(mail.text).toContain(e.id);

@@ -310,6 +310,18 @@ export class Outbox {
     return this.store.write((tx) => tx.run(this.store.db.deleteFrom('outbox').where('status', '=', 'done').where('done_at', '<', before).where('kind', 'in', kinds)));
   }
 
+  /** How many jobs of `kind` wait (pending: a first attempt or a retry), and when the oldest was queued. */
+  async pending(kind: string): Promise<{ count: number; oldestCreatedAt: number | null }> {
+    const row = await this.store.read.first(
+      this.store.db
+        .selectFrom('outbox')
+        .select((eb) => [eb.fn.countAll<number | string>().as('count'), eb.fn.min<number | string | null>('created_at').as('oldest')])
+        .where('status', '=', 'pending')
+        .where('kind', '=', kind),
+    );
+    return { count: Number(row?.count ?? 0), oldestCreatedAt: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest) };
+  }
+
   /** Jobs not done yet, by kind and state (pending or dead): the backlog operators watch. */
   async backlog(): Promise<{ kind: string; status: string; count: number }[]> {
     const { db } = this.store;

@@ -185,6 +185,11 @@ export class WebhookService {
     return url.toString();
   }
 
+  /** Deliveries waiting to be sent (a first attempt or a retry), and when the oldest was queued (metrics). */
+  backlog(): Promise<{ count: number; oldestCreatedAt: number | null }> {
+    return this.outbox.pending(WEBHOOK_JOB);
+  }
+
   /** Deliveries (and their attempts) are kept this long, then purged by the worker. */
   purge(now: number, keepMs: number): Promise<number> {
     return this.repo.purgeDeliveries(now - keepMs);

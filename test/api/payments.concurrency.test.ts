@@ -65,6 +65,49 @@ forEachStore('payments (concurrency)', (kind) => {
     expect((await licensesOf(p.ctx.store, t.userId)).filter((l) => !l.revoked)).toEqual([]);
   });
 
+  it('a refund processed while its checkout is being fulfilled (its unit open, its license made) waits for it: the purchase ends refunded, its license revoked', async () => {
+    const t = await createTenant(p.ctx);
+    const c = await connectStripe(p, t);
+    const product = await createProduct(p.ctx, t);
+    const price = p.double.price(c.key);
+    await mapPrice(p, t, product.id, { priceId: price });
+    // The refund is delivered at the instant the checkout's unit has made the license and not yet
+    // committed. PostgreSQL: the unit is held open there (an in-unit subscriber waits) while the
+    // refund is handled by the same process; SQLite runs units one at a time, so the refund's unit
+    // can only come before or after, and both orders are tried.
+    let hold: (() => Promise<void>) | undefined;
+    p.ctx.services.events.subscribe(async (event) => {
+      if (event.type !== 'license.created' || event.license.accountId !== t.userId || !hold) return;
+      const refund = hold;
+      hold = undefined;
+      await refund();
+    });
+    const rounds = kind === 'postgres' ? 3 : 6;
+    for (let i = 0; i < rounds; i++) {
+      const paymentIntent = `pi_instant_${i}`;
+      const session = p.double.session(c.key, [{ priceId: price }]);
+      const checkout = signedEvent(c.secret, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: `instant${i}@example.com`, paymentIntent }));
+      const refund = signedEvent(c.secret, 'charge.refunded', stripeObjects.charge({ paymentIntent, refunded: true }));
+      let refundAnswer: Promise<{ status: number }> | undefined;
+      if (kind === 'postgres') {
+        hold = async () => {
+          refundAnswer = deliver(p.ctx, c.connectionId, refund);
+          // Long enough for the refund to reach its unit and wait on the payment's lock (or, without it, to commit).
+          await new Promise((r) => setTimeout(r, 300));
+        };
+        expect((await deliver(p.ctx, c.connectionId, checkout)).status).toBe(200);
+        expect((await refundAnswer!).status).toBe(200);
+      } else {
+        const order = i % 2 === 0 ? [checkout, refund] : [refund, checkout];
+        const answers = await Promise.all(order.map((e) => deliver(p.ctx, c.connectionId, e)));
+        expect(answers.map((a) => a.status)).toEqual([200, 200]);
+      }
+    }
+    const purchases = (await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases?limit=100', headers: t.auth })).body.data;
+    expect(purchases.map((x: { status: string }) => x.status)).toEqual(Array(rounds).fill('refunded'));
+    expect((await licensesOf(p.ctx.store, t.userId)).filter((l) => !l.revoked)).toEqual([]);
+  });
+
   it('5 concurrent connects of one account: all answered, one connection left, the other endpoints deleted at Stripe', async () => {
     const t = await createTenant(p.ctx);
     const key = p.double.account();

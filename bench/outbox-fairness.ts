@@ -12,13 +12,12 @@
  * `license.created` delivery (capped at 300 s).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
+import { withTarget } from './target.ts';
 
 const { values: flags } = parseArgs({ options: { tree: { type: 'string' }, 'database-url': { type: 'string' }, activations: { type: 'string' } } });
 const tree = resolve(flags.tree ?? '.');
@@ -81,78 +80,61 @@ async function post(url: string, body: unknown, auth: string) {
 }
 
 async function main(): Promise<void> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'tessera-fairness-'));
-  let database: string | undefined;
-  const baseUrl = flags['database-url'];
-  if (baseUrl) {
-    const name = `tessera_fair_${Date.now()}`;
-    const admin = new pg.Client({ connectionString: baseUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    const url = new URL(baseUrl);
-    url.pathname = `/${name}`;
-    database = url.toString();
-  }
-  const env = { DATA_DIR: dataDir, DATABASE_URL: database ?? '', SECRET_KEY: SECRET, RATE_LIMIT: 'off', WEBHOOK_ALLOW_PRIVATE: 'true', SMTP_URL: '' };
-  const hung = await receiver(true);
-  const good = await receiver(false);
-  const server = await startServer(env);
-  try {
-    const key = async (email: string) => {
-      await run(['src/cli.ts', 'account', 'create', '--email', email, '--password', 'long enough password'], env);
-      return JSON.parse(await run(['src/cli.ts', 'api-key', 'create', '--email', email], env)).apiKey as string;
-    };
-    const flooder = await key('flooder@bench.example');
-    for (let i = 0; i < 20; i++) await post(`${server.url}/api/v1/webhooks`, { url: `${hung.url}?endpoint=${i}`, events: ['*'] }, flooder);
-    const product = await post(`${server.url}/api/v1/products`, { name: 'Flood' }, flooder);
-    const license = await post(`${server.url}/api/v1/licenses`, { productId: product.id, type: 'perpetual', maxDevices: 100000 }, flooder);
-    for (let i = 0; i < activations; i++) {
-      await post(`${server.url}/api/v1/public/licenses/activate`, { licenseKey: license.key, productId: product.id, deviceIdentifier: `flood-${i}`, deviceName: 'Flood' }, '');
-    }
-    console.error(`flood queued: ${activations * 20} deliveries`);
-    while (hung.bodies.length < 16) await new Promise((r) => setTimeout(r, 10));
-    console.error(`the hung receiver holds ${hung.bodies.length} attempts`);
-
-    const other = await key('other@bench.example');
-    await post(`${server.url}/api/v1/webhooks`, { url: good.url, events: ['license.created'] }, other);
-    const otherProduct = await post(`${server.url}/api/v1/products`, { name: 'Other' }, other);
-    const started = Date.now();
-    const created = await post(`${server.url}/api/v1/licenses`, { productId: otherProduct.id, type: 'perpetual', maxDevices: 1, email: 'buyer@bench.example', sendEmail: true }, other);
-    const outbox = join(dataDir, 'outbox');
-    let mailMs: number | undefined;
-    let webhookMs: number | undefined;
-    while ((mailMs === undefined || webhookMs === undefined) && Date.now() - started < CAP_MS) {
-      if (mailMs === undefined && existsSync(outbox) && readdirSync(outbox).some((f) => f.endsWith('.eml') && readFileSync(join(outbox, f), 'utf8').includes('buyer@bench.example'))) {
-        mailMs = Date.now() - started;
+  await withTarget(flags['database-url'], async ({ dataDir, databaseUrl }) => {
+    const env = { DATA_DIR: dataDir, DATABASE_URL: databaseUrl ?? '', SECRET_KEY: SECRET, RATE_LIMIT: 'off', WEBHOOK_ALLOW_PRIVATE: 'true', SMTP_URL: '' };
+    const hung = await receiver(true);
+    const good = await receiver(false);
+    const server = await startServer(env);
+    try {
+      const key = async (email: string) => {
+        await run(['src/cli.ts', 'account', 'create', '--email', email, '--password', 'long enough password'], env);
+        return JSON.parse(await run(['src/cli.ts', 'api-key', 'create', '--email', email], env)).apiKey as string;
+      };
+      const flooder = await key('flooder@bench.example');
+      for (let i = 0; i < 20; i++) await post(`${server.url}/api/v1/webhooks`, { url: `${hung.url}?endpoint=${i}`, events: ['*'] }, flooder);
+      const product = await post(`${server.url}/api/v1/products`, { name: 'Flood' }, flooder);
+      const license = await post(`${server.url}/api/v1/licenses`, { productId: product.id, type: 'perpetual', maxDevices: 100000 }, flooder);
+      for (let i = 0; i < activations; i++) {
+        await post(`${server.url}/api/v1/public/licenses/activate`, { licenseKey: license.key, productId: product.id, deviceIdentifier: `flood-${i}`, deviceName: 'Flood' }, '');
       }
-      const hook = good.bodies.find((b) => b.json.data?.license?.key === created.key);
-      if (webhookMs === undefined && hook) webhookMs = hook.at - started;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    console.log(
-      JSON.stringify({
-        tree,
-        store: database ? 'postgres' : 'sqlite',
-        floodDeliveries: activations * 20,
-        hungAttemptsSeen: hung.bodies.length,
-        purchaseMailMs: mailMs ?? `> ${CAP_MS}`,
-        webhookMs: webhookMs ?? `> ${CAP_MS}`,
-      }),
-    );
-  } finally {
-    server.stop();
-    hung.close();
-    good.close();
-    rmSync(dataDir, { recursive: true, force: true });
-    if (database && baseUrl) {
-      const admin = new pg.Client({ connectionString: baseUrl });
-      await admin.connect();
+      console.error(`flood queued: ${activations * 20} deliveries`);
+      while (hung.bodies.length < 16) await new Promise((r) => setTimeout(r, 10));
+      console.error(`the hung receiver holds ${hung.bodies.length} attempts`);
+
+      const other = await key('other@bench.example');
+      await post(`${server.url}/api/v1/webhooks`, { url: good.url, events: ['license.created'] }, other);
+      const otherProduct = await post(`${server.url}/api/v1/products`, { name: 'Other' }, other);
+      const started = Date.now();
+      const created = await post(`${server.url}/api/v1/licenses`, { productId: otherProduct.id, type: 'perpetual', maxDevices: 1, email: 'buyer@bench.example', sendEmail: true }, other);
+      const outbox = join(dataDir, 'outbox');
+      let mailMs: number | undefined;
+      let webhookMs: number | undefined;
+      while ((mailMs === undefined || webhookMs === undefined) && Date.now() - started < CAP_MS) {
+        if (mailMs === undefined && existsSync(outbox) && readdirSync(outbox).some((f) => f.endsWith('.eml') && readFileSync(join(outbox, f), 'utf8').includes('buyer@bench.example'))) {
+          mailMs = Date.now() - started;
+        }
+        const hook = good.bodies.find((b) => b.json.data?.license?.key === created.key);
+        if (webhookMs === undefined && hook) webhookMs = hook.at - started;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      console.log(
+        JSON.stringify({
+          tree,
+          store: databaseUrl ? 'postgres' : 'sqlite',
+          floodDeliveries: activations * 20,
+          hungAttemptsSeen: hung.bodies.length,
+          purchaseMailMs: mailMs ?? `> ${CAP_MS}`,
+          webhookMs: webhookMs ?? `> ${CAP_MS}`,
+        }),
+      );
+    } finally {
+      server.stop();
+      hung.close();
+      good.close();
+      // The killed server's connections go before its database is dropped.
       await new Promise((r) => setTimeout(r, 500));
-      await admin.query(`DROP DATABASE IF EXISTS ${new URL(database).pathname.slice(1)} WITH (FORCE)`);
-      await admin.end();
     }
-  }
+  });
 }
 
 main().then(

@@ -27,6 +27,14 @@ forEachStore('dashboard e-mail change', (kind) => {
     return links()[before]!;
   }
 
+  /** Asks for a password-reset link through the form, as anyone may; returns the link e-mailed (one per fresh tenant). */
+  async function askReset(browser: WebBrowser, email: string): Promise<string> {
+    await browser.request('GET', '/dashboard/forgot');
+    await browser.request('POST', '/dashboard/forgot', { email, csrf: browser.csrf });
+    const mail = await transport.waitFor(email, 'password_reset');
+    return /http:\/\/[^\s]+\/dashboard\/reset\?token=[A-Za-z0-9_-]+/.exec(mail.text)![0];
+  }
+
   describe('happy path', () => {
     it('changes the address once the new one confirms, tells the old one, and keeps the sessions', async () => {
       const t = await createTenant(ctx);
@@ -72,9 +80,7 @@ forEachStore('dashboard e-mail change', (kind) => {
       const t = await createTenant(ctx);
       const browser = await signIn(ctx, t.email);
       const visitor = new WebBrowser(ctx);
-      await visitor.request('GET', '/dashboard/forgot');
-      await visitor.request('POST', '/dashboard/forgot', { email: t.email, csrf: visitor.csrf });
-      const reset = await transport.waitFor(t.email, 'password_reset');
+      const resetLink = await askReset(visitor, t.email);
 
       const first = await ask(browser, freshAddress());
       const secondAddress = freshAddress();
@@ -84,7 +90,6 @@ forEachStore('dashboard e-mail change', (kind) => {
 
       await visitor.request('GET', second);
       expect((await visitor.request('POST', '/dashboard/email/confirm', { token: tokenOf(second), csrf: visitor.csrf })).status).toBe(200);
-      const resetLink = /http:\/\/[^\s]+\/dashboard\/reset\?token=[A-Za-z0-9_-]+/.exec(reset.text)![0];
       expect((await visitor.request('GET', resetLink)).status).toBe(400);
       expect((await ctx.services.accounts.findById(t.userId))!.email).toBe(secondAddress);
     });
@@ -179,10 +184,7 @@ forEachStore('dashboard e-mail change', (kind) => {
       const stolen = await ask(attacker, freshAddress());
       // The owner resets the password by the e-mailed link.
       const owner = new WebBrowser(ctx);
-      await owner.request('GET', '/dashboard/forgot');
-      await owner.request('POST', '/dashboard/forgot', { email: t.email, csrf: owner.csrf });
-      const resetMail = await transport.waitFor(t.email, 'password_reset');
-      const resetLink = /http:\/\/[^\s]+\/dashboard\/reset\?token=[A-Za-z0-9_-]+/.exec(resetMail.text)![0];
+      const resetLink = await askReset(owner, t.email);
       await owner.request('GET', resetLink);
       const reset = await owner.request('POST', '/dashboard/reset', { token: tokenOf(resetLink), password: 'the owner took it back', csrf: owner.csrf });
       expect(reset.status).toBe(303);
@@ -200,10 +202,7 @@ forEachStore('dashboard e-mail change', (kind) => {
       const browser = await signIn(ctx, t.email);
       const moved = await ask(browser, freshAddress());
       const visitor = new WebBrowser(ctx);
-      await visitor.request('GET', '/dashboard/forgot');
-      await visitor.request('POST', '/dashboard/forgot', { email: t.email, csrf: visitor.csrf });
-      const resetMail = await transport.waitFor(t.email, 'password_reset');
-      const resetLink = /http:\/\/[^\s]+\/dashboard\/reset\?token=[A-Za-z0-9_-]+/.exec(resetMail.text)![0];
+      const resetLink = await askReset(visitor, t.email);
 
       await browser.request('GET', '/dashboard/account');
       const changed = await browser.request('POST', '/dashboard/account/password', { currentPassword: PASSWORD, newPassword: 'a brand new password', csrf: browser.csrf });

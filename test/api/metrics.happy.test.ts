@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
 import { forEachStore } from '../support/stores.ts';
 import { waitFor } from '../support/wait.ts';
-import { WebhookReceiver } from '../support/webhook-receiver.ts';
+import { useWebhookReceiver } from '../support/webhook-receiver.ts';
 
 const sample = (text: string, series: string) => {
   const line = text.split('\n').find((l) => l.startsWith(`${series} `));
@@ -59,11 +59,7 @@ forEachStore('GET /metrics', (kind) => {
 
 forEachStore('GET /metrics: the webhook family', (kind) => {
   const ctx = useTestApp(kind, { env: { WEBHOOK_ALLOW_PRIVATE: 'true' }, app: { mail: { worker: { pollMs: 20 } } } });
-  let receiver: WebhookReceiver;
-  beforeAll(async () => {
-    receiver = await WebhookReceiver.start();
-  });
-  afterAll(() => receiver?.close());
+  const suite = useWebhookReceiver();
 
   it('counts delivery attempts by outcome, and shows the backlog of deliveries and the age of the oldest', async () => {
     const scrape = async () => (await ctx.app.inject({ method: 'GET', url: '/metrics' })).body;
@@ -75,11 +71,11 @@ forEachStore('GET /metrics: the webhook family', (kind) => {
 
     const t = await createTenant(ctx);
     const p = await createProduct(ctx, t);
-    expect((await call(ctx, { method: 'POST', url: '/api/v1/webhooks', headers: t.auth, json: { url: receiver.url, events: ['license.created'] } })).status).toBe(200);
-    receiver.answer(200, 500); // the first delivery succeeds, the second fails and waits for its retry (10 s)
+    expect((await call(ctx, { method: 'POST', url: '/api/v1/webhooks', headers: t.auth, json: { url: suite.receiver.url, events: ['license.created'] } })).status).toBe(200);
+    suite.receiver.answer(200, 500); // the first delivery succeeds, the second fails and waits for its retry (10 s)
     await createLicense(ctx, t, p.id);
     await createLicense(ctx, t, p.id);
-    await waitFor(() => receiver.received.length === 2, { message: 'two attempts' });
+    await waitFor(() => suite.receiver.received.length === 2, { message: 'two attempts' });
     await waitFor(async () => sample(await scrape(), 'tessera_webhook_attempts_total{outcome="retrying"}') === 1, { message: 'the failed attempt counted' });
     await new Promise((r) => setTimeout(r, 1100));
     const text = await scrape();

@@ -7,6 +7,16 @@ import { signedEvent, stripeObjects } from '../support/stripe-double.ts';
 forEachStore('payments (concurrency)', (kind) => {
   const p = usePaymentsApp(kind);
 
+  /** A tenant connected to Stripe, with one price mapped to a product of theirs. */
+  async function connectedWithPrice() {
+    const t = await createTenant(p.ctx);
+    const c = await connectStripe(p, t);
+    const product = await createProduct(p.ctx, t);
+    const price = p.double.price(c.key);
+    await mapPrice(p, t, product.id, { priceId: price });
+    return { t, c, price };
+  }
+
   it('10 concurrent deliveries of one event: 1 purchase, 1 license per line item, 1 e-mail each; all answered 200', async () => {
     const t = await createTenant(p.ctx);
     const c = await connectStripe(p, t);
@@ -30,11 +40,7 @@ forEachStore('payments (concurrency)', (kind) => {
   });
 
   it('10 concurrent refunds of one purchase: one reversal', async () => {
-    const t = await createTenant(p.ctx);
-    const c = await connectStripe(p, t);
-    const product = await createProduct(p.ctx, t);
-    const price = p.double.price(c.key);
-    await mapPrice(p, t, product.id, { priceId: price });
+    const { t, c, price } = await connectedWithPrice();
     const session = p.double.session(c.key, [{ priceId: price }]);
     await deliver(p.ctx, c.connectionId, signedEvent(c.secret, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: 'r@example.com', paymentIntent: 'pi_race_refund' })));
     const refund = signedEvent(c.secret, 'charge.refunded', stripeObjects.charge({ paymentIntent: 'pi_race_refund', refunded: true }));
@@ -47,11 +53,7 @@ forEachStore('payments (concurrency)', (kind) => {
   });
 
   it('a refund racing its checkout: the purchase ends refunded and its license revoked, whichever commits first', async () => {
-    const t = await createTenant(p.ctx);
-    const c = await connectStripe(p, t);
-    const product = await createProduct(p.ctx, t);
-    const price = p.double.price(c.key);
-    await mapPrice(p, t, product.id, { priceId: price });
+    const { t, c, price } = await connectedWithPrice();
     for (let i = 0; i < 8; i++) {
       const paymentIntent = `pi_race_${i}`;
       const session = p.double.session(c.key, [{ priceId: price }]);
@@ -66,11 +68,7 @@ forEachStore('payments (concurrency)', (kind) => {
   });
 
   it('a refund processed while its checkout is being fulfilled (its unit open, its license made) waits for it: the purchase ends refunded, its license revoked', async () => {
-    const t = await createTenant(p.ctx);
-    const c = await connectStripe(p, t);
-    const product = await createProduct(p.ctx, t);
-    const price = p.double.price(c.key);
-    await mapPrice(p, t, product.id, { priceId: price });
+    const { t, c, price } = await connectedWithPrice();
     // The refund is delivered at the instant the checkout's unit has made the license and not yet
     // committed. PostgreSQL: the unit is held open there (an in-unit subscriber waits) while the
     // refund is handled by the same process; SQLite runs units one at a time, so the refund's unit

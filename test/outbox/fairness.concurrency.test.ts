@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { call, createLicense, createProduct, createTenant, type Tenant, useTestApp } from '../support/app.ts';
 import { CapturingTransport } from '../support/mail.ts';
 import { forEachStore } from '../support/stores.ts';
 import { waitFor } from '../support/wait.ts';
-import { WebhookReceiver } from '../support/webhook-receiver.ts';
+import { useWebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
  * Issue 33, item 3: one tenant with 20 endpoints that never answer floods the outbox (60 activations:
@@ -19,17 +19,8 @@ forEachStore('outbox fairness', (kind) => {
     env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_TIMEOUT_MS: String(ATTEMPT_TIMEOUT_MS), WEBHOOK_CONNECT_TIMEOUT_MS: '1000' },
     app: { mail: { transport } },
   });
-  let hung: WebhookReceiver;
-  let good: WebhookReceiver;
-  beforeAll(async () => {
-    hung = await WebhookReceiver.start();
-    hung.fallback = 'hang';
-    good = await WebhookReceiver.start();
-  });
-  afterAll(async () => {
-    await hung?.close();
-    await good?.close();
-  });
+  const hungSuite = useWebhookReceiver('hang');
+  const goodSuite = useWebhookReceiver();
 
   it('a claim takes no more jobs of an account, or of a target, than its cap leaves, counting those in flight on every worker', async () => {
     const { outbox } = ctx.services;
@@ -65,6 +56,7 @@ forEachStore('outbox fairness', (kind) => {
   const endpoint = (t: Tenant, url: string) => call(ctx, { method: 'POST', url: '/api/v1/webhooks', headers: t.auth, json: { url, events: ['*'] } });
 
   it("a tenant flooding 20 hung endpoints delays another tenant's purchase e-mail and webhook by seconds at most", async () => {
+    const [hung, good] = [hungSuite.receiver, goodSuite.receiver];
     const flooder = await createTenant(ctx);
     for (let i = 0; i < 20; i++) expect((await endpoint(flooder, `${hung.url}?endpoint=${i}`)).status).toBe(200);
     const product = await createProduct(ctx, flooder);

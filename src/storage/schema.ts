@@ -102,7 +102,7 @@ export interface OutboxTable {
   last_error: string | null;
   created_at: number;
   done_at: number | null;
-  /** Whose job it is (migration 014): the account, and the webhook endpoint a delivery goes to; the fair claim caps each. */
+  /** Whose job it is (migration 016): the account, and the webhook endpoint a delivery goes to; the fair claim caps each. */
   account_id: string | null;
   target: string | null;
 }

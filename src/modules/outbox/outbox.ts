@@ -68,7 +68,7 @@ function kindParams(kinds: readonly string[], now: number): Params {
 }
 
 export class Outbox {
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Set<(kind: string) => void>();
   /** Queued in the unit of every change that has a consumer (webhooks): built once. */
   private readonly insertJob: Prepared<EnqueueParams, never>;
   private readonly completeJob: Prepared<{ id: string; worker: string; at: number }, never>;
@@ -116,11 +116,12 @@ export class Outbox {
     const id = timeOrderedId(at);
     await executorOf(unit).run(this.insertJob.bind({ id, kind, payload: JSON.stringify(payload), at, account: owner?.accountId ?? null, target: owner?.target ?? null }));
     // A hint for this process's worker; other processes find the row on their next poll.
-    setTimeout(() => this.listeners.forEach((listener) => listener()), 0);
+    setTimeout(() => this.listeners.forEach((listener) => listener(kind)), 0);
     return id;
   }
 
-  onQueued(listener: () => void): () => void {
+  /** `listener` hears the kind of every job this process queues (a worker wakes for its own kinds only). */
+  onQueued(listener: (kind: string) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }

@@ -149,7 +149,10 @@ export class OutboxWorker {
     if (this.started) return;
     this.started = true;
     this.stopping = false;
-    this.unsubscribe = this.outbox.onQueued(() => this.wakeSoon());
+    // Each lane's worker wakes for its own kinds: a webhook queued wakes no e-mail worker.
+    this.unsubscribe = this.outbox.onQueued((kind) => {
+      if (this.kinds.includes(kind)) this.wakeSoon();
+    });
     const consumers = Object.fromEntries(Object.entries(this.consumers).map(([kind, c]) => [kind, c.description]));
     this.log.info({ consumers }, 'outbox worker started');
     this.wake();

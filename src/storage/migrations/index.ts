@@ -12,7 +12,7 @@ import * as m010AuditLicenseIndex from './010_audit_license_index.ts';
 import * as m011IdempotencyLog from './011_idempotency_log.ts';
 import * as m012EmailChanges from './012_email_changes.ts';
 import * as m013DeviceActivations from './013_device_activations.ts';
-import * as m014OutboxFairness from './014_outbox_fairness.ts';
+import * as m016OutboxFairness from './016_outbox_fairness.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -33,7 +33,7 @@ export const migrations: Record<string, Migration> = {
   '011_idempotency_log': m011IdempotencyLog,
   '012_email_changes': m012EmailChanges,
   '013_device_activations': m013DeviceActivations,
-  '014_outbox_fairness': m014OutboxFairness,
+  '016_outbox_fairness': m016OutboxFairness,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

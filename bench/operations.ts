@@ -122,7 +122,9 @@ function row(name: string, r: LoadResult, base: LoadResult): string {
 async function metricsHookCost(dataDir: string): Promise<number> {
   const store = await openStore({ dataDir });
   try {
-    const metrics = new Metrics({ store, outbox: new Outbox(store) });
+    const outbox = new Outbox(store);
+    const webhooks = { outcomes: { succeeded: 0, retrying: 0, failed: 0 }, backlog: () => outbox.pending('webhook'), clock: Date.now };
+    const metrics = new Metrics({ store, outbox, webhooks });
     const req = { method: 'POST', routeOptions: { url: '/api/v1/public/licenses/validate' }, errorCode: null } as never;
     const reply = { statusCode: 200, elapsedTime: 1.2 } as never;
     const n = 2_000_000;

@@ -28,8 +28,7 @@
  *   npm run bench -- --stores postgres --pg-licenses 100000 --cpu-prof /tmp/prof
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -40,6 +39,7 @@ import { type Fixture, seed } from './seed.ts';
 import { createServer } from 'node:http';
 import { measureSigning } from './signing.ts';
 import { tokenTargets } from './token-scenarios.ts';
+import { withTarget } from './target.ts';
 import { measureWebhookDeliveries } from './webhook-deliveries.ts';
 
 const { values: flags } = parseArgs({
@@ -246,28 +246,6 @@ async function runReferences(dataDir: string, count: number, ctx: Parameters<Sce
   }
 }
 
-/** A temporary home for one store: a data directory, or a database on the PostgreSQL server. */
-async function withTarget<T>(store: StoreKind, use: (target: { dataDir: string; databaseUrl?: string }) => Promise<T>): Promise<T> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'tessera-bench-'));
-  try {
-    if (store === 'sqlite') return await use({ dataDir });
-    const admin = new pg.Client({ connectionString: flags['database-url'] });
-    await admin.connect();
-    const name = `tessera_bench_${process.pid}_${Date.now()}`;
-    try {
-      await admin.query(`CREATE DATABASE ${name}`);
-      const url = new URL(flags['database-url']);
-      url.pathname = `/${name}`;
-      return await use({ dataDir, databaseUrl: url.toString() });
-    } finally {
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
-    }
-  } finally {
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-}
-
 async function analyze(databaseUrl: string): Promise<void> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
@@ -350,7 +328,7 @@ async function runStore(store: StoreKind, count: number): Promise<void> {
     const name = processes > 1 ? `${store} ×${processes}` : store;
     if (processes > 1) say(`  ${processes} server processes on one database`);
     const pass = (extra: Record<string, string>, what: string, main: boolean) =>
-      withTarget(store, async (target) => {
+      withTarget(store === 'sqlite' ? undefined : flags['database-url'], async (target) => {
         const started = Date.now();
         const fixture = await seed(target, count);
         if (target.databaseUrl) await analyze(target.databaseUrl);
@@ -505,7 +483,7 @@ async function runAll(): Promise<void> {
   if (flags['webhook-deliveries']) {
     for (const store of stores) {
       say(`${store}: webhook deliveries to a loopback receiver`);
-      const result = await withTarget(store, (target) => measureWebhookDeliveries(target, Number(flags['webhook-deliveries']), pin ? SERVER_CORE : undefined));
+      const result = await withTarget(store === 'sqlite' ? undefined : flags['database-url'], (target) => measureWebhookDeliveries(target, Number(flags['webhook-deliveries']), pin ? SERVER_CORE : undefined));
       deliveryRows.push({ store, ...result });
       say(`  ${result.deliveries} deliveries in ${result.seconds.toFixed(2)} s: ${Math.round(result.perSecond)}/s, ${Math.round(result.cpuPerDeliveryUs)} µs CPU per delivery`);
     }

@@ -95,7 +95,12 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   app.addSchema(LicenseBody);
   app.addSchema(ProductBody);
 
-  const metrics = new Metrics({ store: services.store, outbox: services.outbox, validationCache: services.validationCache });
+  const metrics = new Metrics({
+    store: services.store,
+    outbox: services.outbox,
+    validationCache: services.validationCache,
+    webhooks: { outcomes: services.webhookDeliverer.outcomes, backlog: () => services.webhooks.backlog(), clock: services.clock },
+  });
   registerMetrics(app, metrics, config.metricsToken);
 
   const limits = config.rateLimit;
@@ -126,6 +131,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
       enabled: limits.enabled,
       perClientPerMinute: limits.dashboardPerMinute,
       loginsPerAddress: limits.dashboardLoginsPerAddress,
+      loginsAllClientsPerAddress: limits.dashboardLoginsAllClientsPerAddress,
       loginsPerClient: limits.dashboardLoginsPerClient,
     },
   });

@@ -19,8 +19,10 @@ export interface RateLimitConfig {
   redisUrl?: string;
   /** Prefix of the counters' Redis keys (REDIS_KEY_PREFIX). */
   redisKeyPrefix: string;
-  /** Dashboard log-in (and password-reset) attempts per 15 minutes per e-mail address. */
+  /** Dashboard log-in (and password-reset) attempts per 15 minutes per e-mail address and client address. */
   dashboardLoginsPerAddress: number;
+  /** Dashboard log-in (and password-reset) attempts per 15 minutes per e-mail address from all clients together (a high cap). */
+  dashboardLoginsAllClientsPerAddress: number;
   /** Dashboard log-in (and password-reset) attempts per 15 minutes per client address. */
   dashboardLoginsPerClient: number;
   /** Dashboard page requests per minute per client address. */
@@ -90,8 +92,10 @@ export interface Config {
   webhooks: WebhookConfig;
   /** Audit log entries are kept this long (days). */
   auditRetentionDays: number;
-  /** Outbox jobs (e-mails, webhook deliveries) in hand at once per process. */
+  /** Outbox jobs in hand at once per process and lane (e-mail has its own lane; webhook deliveries and event consumers share the other). */
   outboxConcurrency: number;
+  /** Outbox jobs in flight at once per account and per webhook endpoint, across all processes (OUTBOX_CONCURRENCY_PER_ACCOUNT, WEBHOOK_CONCURRENCY_PER_ENDPOINT). */
+  outboxCaps: { perAccount: number; perTarget: number };
   /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`. */
   metricsToken?: string;
   /** `open`: anyone may create a dashboard account at /dashboard/signup; `closed` (default): the first-run setup and the CLI only. */
@@ -229,6 +233,7 @@ export function loadConfig(env: Env = process.env): Config {
       redisUrl,
       redisKeyPrefix: env.REDIS_KEY_PREFIX || 'tessera:rl:',
       dashboardLoginsPerAddress: int(env, 'RATE_LIMIT_DASHBOARD_LOGINS_PER_ADDRESS', 10),
+      dashboardLoginsAllClientsPerAddress: int(env, 'RATE_LIMIT_DASHBOARD_LOGINS_ALL_CLIENTS_PER_ADDRESS', 100),
       dashboardLoginsPerClient: int(env, 'RATE_LIMIT_DASHBOARD_LOGINS_PER_CLIENT', 30),
       dashboardPerMinute: int(env, 'RATE_LIMIT_DASHBOARD_PER_MINUTE', 600),
     },
@@ -241,6 +246,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365),
     outboxConcurrency: int(env, 'OUTBOX_CONCURRENCY', 64),
+    outboxCaps: { perAccount: int(env, 'OUTBOX_CONCURRENCY_PER_ACCOUNT', 32), perTarget: int(env, 'WEBHOOK_CONCURRENCY_PER_ENDPOINT', 16) },
     metricsToken: env.METRICS_TOKEN || undefined,
     signup,
   };

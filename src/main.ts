@@ -29,6 +29,11 @@ async function main(): Promise<void> {
   const services = createServices(store, config.secretKey, (err) => log.error({ err }, 'background write failed'), config);
   const app = await buildApp({ config, services, logStream: logs });
   log = app.log;
+  if (lock) {
+    // Holding the DATA_DIR lock, this is the only process: whatever is claimed was claimed by one that died.
+    const released = await services.outbox.releaseClaims();
+    if (released > 0) app.log.info({ released }, 'outbox: released the claims of a process that is gone; those jobs run now');
+  }
   if (config.trustProxy === true) {
     app.log.warn('TRUST_PROXY=true believes every X-Forwarded-For hop, so a client can choose its address (and dodge rate limits). Set TRUST_PROXY=1 (one proxy) or the proxy addresses instead; see docs/security.md.');
   }

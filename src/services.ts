@@ -95,7 +95,8 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const webhookSecrets = new SecretBox(secretKey, 'webhook-secrets', { remember: OPENED_SECRETS });
   const webhooks = new WebhookService(webhookRepo, units, outbox, licenses, webhookSecrets, webhookSettings.allowPrivate, clock);
   events.subscribe((event, unit) => webhooks.onEvent(event, unit));
-  jobConsumers[WEBHOOK_JOB] = new WebhookDeliverer(webhookRepo, units, new WebhookSender(webhookSettings), webhookSecrets, accounts, mail, outbox, clock);
+  const webhookDeliverer = new WebhookDeliverer(webhookRepo, units, new WebhookSender(webhookSettings), webhookSecrets, accounts, mail, outbox, clock);
+  jobConsumers[WEBHOOK_JOB] = webhookDeliverer;
   const idempotency = new IdempotencyService(idempotencyRepository(store), (work) => store.write(work, { awaitSync: false }), clock, new SecretBox(secretKey, 'idempotent-answers'));
   /** Upkeep the outbox worker runs about hourly. */
   const housekeeping: Housekeeping[] = [
@@ -120,7 +121,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   );
   const dashboard = new DashboardAuthService(new SqlDashboardRepository(store), units, accounts, mail, baseUrl, clock);
   const activity = new ActivityService(new SqlActivityRepository(store), units, clock);
-  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, idempotency, dashboard, activity };
+  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, idempotency, dashboard, activity };
 }
 
 export type Services = ReturnType<typeof createServices>;

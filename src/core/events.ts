@@ -70,6 +70,8 @@ export type LicenseEvent =
   | (LicenseBase & { type: 'license.updated'; changes: LicenseChanges })
   | (LicenseBase & { type: 'license.deleted'; devices: DeviceSnapshot[] })
   | (LicenseBase & { type: 'device.activated'; device: DeviceSnapshot })
+  /** An active device re-activated under another name (its slot and activation date kept). */
+  | (LicenseBase & { type: 'device.updated'; device: DeviceSnapshot; changes: { name: { from: string; to: string } } })
   | (LicenseBase & { type: 'device.removed'; device: DeviceSnapshot })
   | (LicenseBase & { type: 'devices.reset'; devices: DeviceSnapshot[] });
 
@@ -91,6 +93,7 @@ export const DOMAIN_EVENT_TYPES: readonly DomainEventType[] = [
   'license.updated',
   'license.deleted',
   'device.activated',
+  'device.updated',
   'device.removed',
   'devices.reset',
   'purchase.completed',

@@ -30,11 +30,38 @@ function secretName(raw: string): boolean {
   return SECRET_PARAMS.has(name.trim().toLowerCase());
 }
 
+/** A license key's shape (any letters or digits: imported keys keep other alphabets); the last group is kept. */
+const KEY_SHAPED = /[A-Za-z0-9]{5}-[A-Za-z0-9]{5}-[A-Za-z0-9]{5}-[A-Za-z0-9]{5}-([A-Za-z0-9]{5})/g;
+const MASKED_KEY = '*****-*****-*****-*****-$1';
+/** Percent-encoded letters, digits and `-` (what a key can be spelled with): decoded to find a key however it was written. */
+const ENCODED_KEY_CHAR = /%(?:2[dD]|3[0-9]|[46][1-9a-fA-F]|[57][0-9aA])/g;
+const decodeKeyChar = (escape: string) => String.fromCharCode(Number.parseInt(escape.slice(1), 16));
+
 /**
- * The URL as it may be logged: the value of every secret query parameter replaced. Names are
- * matched decoded, as the server's query parser reads them (`to%6Ben` is `token`).
+ * License keys in a URL (the dashboard's and the portal's paths, a search query, an unknown route)
+ * masked but for their last group, which is enough to tell them apart in a log. A URL with neither
+ * `-` nor `%` holds no key: the public API's paths, on the hot path, cost two scans of a short string.
+ * A URL with a key is logged with its letters, digits and `-` decoded, so the masked form is the
+ * only one left, whatever spelling the client used (`%2D`, lower case).
+ */
+function maskLicenseKeys(url: string): string {
+  const encoded = url.indexOf('%') !== -1;
+  if (!encoded && url.indexOf('-') === -1) return url;
+  const plain = encoded ? url.replace(ENCODED_KEY_CHAR, decodeKeyChar) : url;
+  KEY_SHAPED.lastIndex = 0;
+  return KEY_SHAPED.test(plain) ? plain.replace(KEY_SHAPED, MASKED_KEY) : url;
+}
+
+/**
+ * The URL as it may be logged: the value of every secret query parameter replaced, and license
+ * keys masked (maskLicenseKeys). Names are matched decoded, as the server's query parser reads them
+ * (`to%6Ben` is `token`).
  */
 export function redactUrl(url: string): string {
+  return maskLicenseKeys(redactQuery(url));
+}
+
+function redactQuery(url: string): string {
   const q = url.indexOf('?');
   if (q === -1) return url;
   const params = url.slice(q + 1).split('&');
@@ -300,11 +327,13 @@ export class AccessLog extends LogController {
     // Through the parent with the request id first: the same line as the request's child writes, without making one.
     const lazy = log instanceof RequestLogger;
     const out = lazy ? log.parent : log;
+    const route = request.routeOptions.url;
     const line: AccessLine = {
       reqId: lazy ? request.id : undefined,
       method: request.method,
-      url: redactUrl(request.url),
-      route: request.routeOptions.url,
+      // A URL that is its route's own pattern (the public API's, on the hot path) holds no secret: no scan.
+      url: request.url === route ? route : redactUrl(request.url),
+      route,
       status,
       ms,
       ip: request.ip,

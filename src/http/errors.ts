@@ -36,6 +36,8 @@ export function toAppError(error: FastifyError & { validation?: AjvIssue[]; vali
         : new AppError('invalid_request', 'The request body is malformed.');
   }
   if (error.statusCode === 429) return new AppError('rate_limited', 'Too many requests; retry later.');
+  // A plugin's own size limits (an upload's file, its parts).
+  if (error.statusCode === 413) return new AppError('payload_too_large', 'The request body is too large.');
   if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
     return new AppError('invalid_request', 'The request body is not valid JSON.');
   }

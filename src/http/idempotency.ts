@@ -1,6 +1,7 @@
 import { createHash, hash } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
+import { normalizeLicenseKey } from '../core/license-key.ts';
 import { inviteToFirstUnit } from '../core/unit-of-work.ts';
 import type { Claim, Hold, IdempotencyService } from '../modules/idempotency/service.ts';
 
@@ -37,8 +38,15 @@ function canonicalJson(value: unknown): string {
   return `{${fields.join(',')}}`;
 }
 
+/**
+ * What names the request: method, URL and the headers that select the object it acts on. The
+ * contract's operations on one license name it in `License-Key`, so that header is part of the
+ * request (normalized as the lookup normalizes it): the same key sent for another license is a reused
+ * key, never a replay of the first license's answer.
+ */
 function requestHash(req: FastifyRequest): string {
-  const head = `${req.method} ${req.url}\n`;
+  const licenseKey = req.headers['license-key'];
+  const head = typeof licenseKey === 'string' ? `${req.method} ${req.url}\nlicense-key: ${normalizeLicenseKey(licenseKey)}\n` : `${req.method} ${req.url}\n`;
   const body = req.body;
   if (Buffer.isBuffer(body)) return createHash('sha256').update(head).update(body).digest('base64url');
   // One call for the usual JSON body: the one-shot digest skips the Hash object.

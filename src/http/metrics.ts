@@ -4,6 +4,7 @@ import { Counter, Gauge, type Metric, Registry, collectDefaultMetrics } from 'pr
 import type { ValidationCache } from '../modules/licenses/validation-cache.ts';
 import { AppError } from '../core/errors.ts';
 import type { Outbox } from '../modules/outbox/outbox.ts';
+import type { AttemptOutcome } from '../modules/webhooks/delivery.ts';
 import type { Store } from '../storage/index.ts';
 import { toAppError } from './errors.ts';
 import { RequestDurations } from './request-durations.ts';
@@ -48,8 +49,9 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(sources: { store: Store; outbox: Outbox; validationCache?: ValidationCache }) {
+  constructor(sources: { store: Store; outbox: Outbox; webhooks: WebhookSource; validationCache?: ValidationCache }) {
     collectDefaultMetrics({ register: this.registry });
+    webhookMetrics(this.registry, sources.webhooks);
     new Gauge({
       name: 'tessera_store_pool',
       help: 'Store pool: PostgreSQL connections (total, idle, waiting clients); SQLite units queued for the next write batch.',
@@ -125,6 +127,57 @@ export class Metrics {
     const api = route === undefined ? undefined : ACTIVATION_ROUTES.get(route);
     if (api) this.activations.inc({ api, outcome: status === 200 ? 'activated' : (req.errorCode ?? String(status)) });
   }
+}
+
+/** Where the webhook family reads from: this process's attempts by outcome, and the deliveries waiting in the store. */
+export interface WebhookSource {
+  outcomes: Readonly<Record<AttemptOutcome, number>>;
+  backlog(): Promise<{ count: number; oldestCreatedAt: number | null }>;
+  clock: () => number;
+}
+
+const ATTEMPT_OUTCOMES: readonly AttemptOutcome[] = ['succeeded', 'retrying', 'failed'];
+
+/**
+ * Operator webhooks: attempts by outcome (this process, since it started: a counter), and the
+ * deliveries waiting to be sent with the age of the oldest (the whole store: what an alert on a
+ * stuck receiver or a stalled worker looks at). One read of the store per scrape for both gauges.
+ */
+function webhookMetrics(registry: Registry, source: WebhookSource): void {
+  const counted: Record<AttemptOutcome, number> = { succeeded: 0, retrying: 0, failed: 0 };
+  new Counter({
+    name: 'tessera_webhook_attempts_total',
+    help: 'Webhook delivery attempts by outcome: succeeded; retrying (failed, tried again later); failed (failed for good: the last attempt, or the endpoint disabled).',
+    labelNames: ['outcome'],
+    registers: [registry],
+    collect() {
+      for (const outcome of ATTEMPT_OUTCOMES) {
+        this.inc({ outcome }, source.outcomes[outcome] - counted[outcome]);
+        counted[outcome] = source.outcomes[outcome];
+      }
+    },
+  });
+  // Both gauges are collected at once (prom-client collects every metric of a scrape together):
+  // they share one read of the store, started by whichever asks first.
+  let reading: Promise<{ count: number; oldestCreatedAt: number | null }> | undefined;
+  const backlog = () => (reading ??= source.backlog().finally(() => (reading = undefined)));
+  new Gauge({
+    name: 'tessera_webhook_backlog',
+    help: 'Webhook deliveries waiting to be sent (a first attempt or a retry), all processes.',
+    registers: [registry],
+    async collect() {
+      this.set((await backlog()).count);
+    },
+  });
+  new Gauge({
+    name: 'tessera_webhook_oldest_pending_seconds',
+    help: 'Age of the oldest webhook delivery waiting to be sent, in seconds (0 when none waits).',
+    registers: [registry],
+    async collect() {
+      const { oldestCreatedAt } = await backlog();
+      this.set(oldestCreatedAt === null ? 0 : Math.max(0, (source.clock() - oldestCreatedAt) / 1000));
+    },
+  });
 }
 
 const digest = (value: string) => createHash('sha256').update(value).digest();

@@ -1,4 +1,4 @@
-import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AppError } from '../core/errors.ts';
 import { migrations } from './migrations/index.ts';
@@ -54,6 +54,10 @@ export async function backupSqlite(dataDir: string, to: string): Promise<BackupR
   const target = resolve(to);
   if (existsSync(target)) throw new AppError('invalid_request', `${target} exists; choose a new file.`);
   const partial = `${target}.partial`;
+  // Created 0600 before a page is copied (SQLite keeps an existing file's mode, and gives its journal
+  // the same); a leftover of an interrupted backup goes first.
+  rmSync(partial, { force: true });
+  closeSync(openSync(partial, 'wx', 0o600));
   const conn = openSqlite(source, { fileMustExist: true });
   try {
     conn.pragma('busy_timeout = 5000');

@@ -102,6 +102,9 @@ export interface OutboxTable {
   last_error: string | null;
   created_at: number;
   done_at: number | null;
+  /** Whose job it is (migration 016): the account, and the webhook endpoint a delivery goes to; the fair claim caps each. */
+  account_id: string | null;
+  target: string | null;
 }
 
 /** Portal access links and sessions; only the SHA-256 of a token is stored. */

@@ -111,6 +111,33 @@ describe('access log', () => {
     expect(logged.lines.filter((line) => line.msg === 'request received').map((line) => line.url)).toContain('/portal?token=[redacted]&notice=x');
   });
 
+  it('masks license keys in paths and queries (dashboard and portal pages, unknown routes, encoded forms): the last group only', async () => {
+    const { t, l } = await fixture();
+    const logged = await loggedApp(ctx, { logLevel: 'trace' });
+    app = logged.app;
+    const session = await ctx.services.dashboard.logIn(t.email, 'correct horse battery');
+    const cookie = `tessera_dashboard=${session!.token}`;
+    const last = l.key.slice(-5);
+    const encoded = l.key.replaceAll('-', '%2D');
+    const lower = l.key.toLowerCase();
+    await app.inject({ method: 'GET', url: `/dashboard/licenses/${l.key}`, headers: { cookie } });
+    await app.inject({ method: 'GET', url: `/dashboard/licenses/${encoded}/events?x=1`, headers: { cookie } });
+    await app.inject({ method: 'GET', url: `/dashboard/licenses?q=${l.key}`, headers: { cookie } });
+    await app.inject({ method: 'GET', url: `/portal/licenses/${lower}/devices` });
+    await app.inject({ method: 'GET', url: `/nothing/here/${l.key}` }); // 404
+    const text = JSON.stringify(logged.lines);
+    for (const form of [l.key, encoded, lower, lower.toUpperCase().replaceAll('-', '%2d')]) expect(text).not.toContain(form);
+    const urls = accessLines(logged.lines).map((line) => line.url);
+    expect(urls).toEqual([
+      `/dashboard/licenses/*****-*****-*****-*****-${last}`,
+      `/dashboard/licenses/*****-*****-*****-*****-${last}/events?x=1`,
+      `/dashboard/licenses?q=*****-*****-*****-*****-${last}`,
+      `/portal/licenses/*****-*****-*****-*****-${last.toLowerCase()}/devices`,
+      `/nothing/here/*****-*****-*****-*****-${last}`,
+    ]);
+    expect(accessLines(logged.lines)[0]!.route).toBe('/dashboard/licenses/:key');
+  });
+
   it('samples successful public-API lines when asked, never errors or other routes', async () => {
     const { t, validate } = await fixture();
     const logged = await loggedApp(ctx, { logSamplePublic: 0.25 });
@@ -198,8 +225,10 @@ describe('writeInfoLine (the access line of a success)', () => {
 });
 
 describe('redactUrl', () => {
-  it('leaves URLs without secret parameters as they are', () => {
-    for (const url of ['/api/v1/public/licenses/validate', '/portal?notice=reset', '/a?tokens=1&x', '/a?']) expect(redactUrl(url)).toBe(url);
+  it('leaves URLs without secret parameters or license keys as they are', () => {
+    for (const url of ['/api/v1/public/licenses/validate', '/portal?notice=reset', '/a?tokens=1&x', '/a?', '/api/v1/public/products/p_1/license-token/public-key', '/a%2Db%20c', '/ABCDE-FGHIJ-KLMNO-PQRST']) {
+      expect(redactUrl(url)).toBe(url);
+    }
   });
 
   it('redacts every secret parameter, however its name is spelled or encoded', () => {

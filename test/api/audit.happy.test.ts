@@ -48,6 +48,23 @@ forEachStore('license audit log (happy)', (kind) => {
     expect(data.map((e) => e.createdAt)).toEqual([...data.map((e) => e.createdAt)].sort().reverse());
   });
 
+  it('records a re-activation that renames a device as device.updated (the name before and after); one that keeps the name records nothing', async () => {
+    const license = await createLicense(ctx, tenant, productId);
+    const activate = (name: string) =>
+      call(ctx, { method: 'POST', url: '/api/v1/public/licenses/activate', json: { licenseKey: license.key, productId, deviceIdentifier: 'mac-1', deviceName: name } });
+    expect((await activate('Old name')).status).toBe(200);
+    expect((await activate('Old name')).status).toBe(200); // the same name: no change, no entry
+    expect((await activate('New name')).status).toBe(200);
+    const { data } = await events(license.key);
+    expect(data.map((e) => e.type)).toEqual(['device.updated', 'device.activated', 'license.created']);
+    expect(data[0]).toMatchObject({
+      actor: { type: 'public' },
+      changes: { device: { identifier: 'mac-1', name: 'New name', activationDate: expect.stringMatching(/Z$/) }, name: { from: 'Old name', to: 'New name' } },
+    });
+    // The activation's own entry keeps the name the device had then.
+    expect(data[1]!.changes).toMatchObject({ device: { identifier: 'mac-1', name: 'Old name' } });
+  });
+
   it('names the public API, the portal, a dashboard user and a payment provider as actors', async () => {
     const provider: Actor = { type: 'provider', provider: 'stripe' };
     const bought = await ctx.services.licenses.create({ accountId: tenant.accountId, actor: provider }, { productId, type: 'perpetual', maxDevices: 2 });

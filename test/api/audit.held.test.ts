@@ -81,7 +81,14 @@ forEachStore('license audit log: activations held by device rows', (kind) => {
     const license_ = (await call(ctx, { method: 'GET', url: '/api/v1/licenses', headers: auth(license.key) })).body as { activeDevices: { name: string }[] };
     expect(license_.activeDevices.map((d) => d.name)).toEqual(['Newer name']);
     const held = await events(license.key);
-    expect(held.map((e) => e.changes?.device?.name ?? e.type)).toEqual(['Old name', 'license.created']);
+    // Each rename is an entry of its own (device.updated); the activation's entry keeps the name it had then.
+    expect(held.map((e) => `${e.type}${e.changes?.device ? `:${e.changes.device.name}` : ''}`)).toEqual([
+      'device.updated:Newer name',
+      'device.updated:New name',
+      'device.activated:Old name',
+      'license.created',
+    ]);
+    expect(held[0]!.changes.name).toEqual({ from: 'New name', to: 'Newer name' });
     await call(ctx, { method: 'POST', url: '/api/v1/licenses/devices/d1/remove', headers: auth(license.key) });
     const after = await events(license.key);
     expect(after.slice(1)).toEqual(held);

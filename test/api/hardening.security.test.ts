@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { illFormedPath } from '../../src/http/json-body.ts';
+import { illFormedPath } from '../../src/core/text.ts';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
 import { forEachStore } from '../support/stores.ts';
 

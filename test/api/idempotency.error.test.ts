@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect, it } from 'vitest';
-import { call, createProduct, createTenant, useTestApp } from '../support/app.ts';
+import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
 import { forEachStore } from '../support/stores.ts';
 
 forEachStore('Idempotency-Key errors', (kind) => {
@@ -19,6 +19,26 @@ forEachStore('Idempotency-Key errors', (kind) => {
     const otherPath = await call(ctx, { method: 'POST', url: '/api/v1/products', headers, json: { name: 'Other' } });
     expect(otherPath.body.error?.code).toBe('idempotency_key_reused');
     expect(await licensesOf(t.accountId)).toHaveLength(1);
+  });
+
+  it('the same key with another License-Key is another request: 422, and the second license is not touched', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    const [a, b] = [await createLicense(ctx, t, p.id), await createLicense(ctx, t, p.id)];
+    const headers = { ...t.auth, 'idempotency-key': randomUUID() };
+    const first = await call(ctx, { method: 'PATCH', url: '/api/v1/licenses', headers: { ...headers, 'license-key': a.key }, json: { revoked: true } });
+    expect(first.status).toBe(200);
+    expect(first.body.key).toBe(a.key);
+    // The same key and body on license b: not a replay of a's answer.
+    const other = await call(ctx, { method: 'PATCH', url: '/api/v1/licenses', headers: { ...headers, 'license-key': b.key }, json: { revoked: true } });
+    expect(other.status).toBe(422);
+    expect(other.body.error.code).toBe('idempotency_key_reused');
+    expect(other.headers['idempotent-replayed']).toBeUndefined();
+    expect((await call(ctx, { method: 'GET', url: '/api/v1/licenses', headers: { ...t.auth, 'license-key': b.key } })).body.revoked).toBe(false);
+    // The key as clients may send it (trimmed, upper-cased for lookup) is the same license: a replay.
+    const again = await call(ctx, { method: 'PATCH', url: '/api/v1/licenses', headers: { ...headers, 'license-key': ` ${a.key.toLowerCase()} ` }, json: { revoked: true } });
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
   });
 
   it('a key still being worked on is 409 idempotency_key_in_use', async () => {

@@ -1,6 +1,8 @@
 import { expect, it } from 'vitest';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
 import { forEachStore } from '../support/stores.ts';
+import { waitFor } from '../support/wait.ts';
+import { useWebhookReceiver } from '../support/webhook-receiver.ts';
 
 const sample = (text: string, series: string) => {
   const line = text.split('\n').find((l) => l.startsWith(`${series} `));
@@ -52,5 +54,35 @@ forEachStore('GET /metrics', (kind) => {
     if (kind === 'postgres') expect(text).not.toContain('tessera_sqlite_statements');
     expect(sample(text, 'process_cpu_seconds_total')).toBeGreaterThan(0);
     expect(sample(text, 'tessera_rate_limit_fallback_total')).toBe(0);
+  });
+});
+
+forEachStore('GET /metrics: the webhook family', (kind) => {
+  const ctx = useTestApp(kind, { env: { WEBHOOK_ALLOW_PRIVATE: 'true' }, app: { mail: { worker: { pollMs: 20 } } } });
+  const suite = useWebhookReceiver();
+
+  it('counts delivery attempts by outcome, and shows the backlog of deliveries and the age of the oldest', async () => {
+    const scrape = async () => (await ctx.app.inject({ method: 'GET', url: '/metrics' })).body;
+    const before = await scrape();
+    expect(sample(before, 'tessera_webhook_backlog')).toBe(0);
+    expect(sample(before, 'tessera_webhook_oldest_pending_seconds')).toBe(0);
+    expect(sample(before, 'tessera_webhook_attempts_total{outcome="succeeded"}')).toBe(0);
+    expect(before).toContain('# TYPE tessera_webhook_attempts_total counter');
+
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    expect((await call(ctx, { method: 'POST', url: '/api/v1/webhooks', headers: t.auth, json: { url: suite.receiver.url, events: ['license.created'] } })).status).toBe(200);
+    suite.receiver.answer(200, 500); // the first delivery succeeds, the second fails and waits for its retry (10 s)
+    await createLicense(ctx, t, p.id);
+    await createLicense(ctx, t, p.id);
+    await waitFor(() => suite.receiver.received.length === 2, { message: 'two attempts' });
+    await waitFor(async () => sample(await scrape(), 'tessera_webhook_attempts_total{outcome="retrying"}') === 1, { message: 'the failed attempt counted' });
+    await new Promise((r) => setTimeout(r, 1100));
+    const text = await scrape();
+    expect(sample(text, 'tessera_webhook_attempts_total{outcome="succeeded"}')).toBe(1);
+    expect(sample(text, 'tessera_webhook_attempts_total{outcome="failed"}')).toBe(0);
+    expect(sample(text, 'tessera_webhook_backlog')).toBe(1);
+    expect(sample(text, 'tessera_webhook_oldest_pending_seconds')).toBeGreaterThanOrEqual(1);
+    expect(sample(text, 'tessera_webhook_oldest_pending_seconds')).toBeLessThan(30);
   });
 });

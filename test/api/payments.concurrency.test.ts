@@ -7,6 +7,16 @@ import { signedEvent, stripeObjects } from '../support/stripe-double.ts';
 forEachStore('payments (concurrency)', (kind) => {
   const p = usePaymentsApp(kind);
 
+  /** A tenant connected to Stripe, with one price mapped to a product of theirs. */
+  async function connectedWithPrice() {
+    const t = await createTenant(p.ctx);
+    const c = await connectStripe(p, t);
+    const product = await createProduct(p.ctx, t);
+    const price = p.double.price(c.key);
+    await mapPrice(p, t, product.id, { priceId: price });
+    return { t, c, price };
+  }
+
   it('10 concurrent deliveries of one event: 1 purchase, 1 license per line item, 1 e-mail each; all answered 200', async () => {
     const t = await createTenant(p.ctx);
     const c = await connectStripe(p, t);
@@ -30,11 +40,7 @@ forEachStore('payments (concurrency)', (kind) => {
   });
 
   it('10 concurrent refunds of one purchase: one reversal', async () => {
-    const t = await createTenant(p.ctx);
-    const c = await connectStripe(p, t);
-    const product = await createProduct(p.ctx, t);
-    const price = p.double.price(c.key);
-    await mapPrice(p, t, product.id, { priceId: price });
+    const { t, c, price } = await connectedWithPrice();
     const session = p.double.session(c.key, [{ priceId: price }]);
     await deliver(p.ctx, c.connectionId, signedEvent(c.secret, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: 'r@example.com', paymentIntent: 'pi_race_refund' })));
     const refund = signedEvent(c.secret, 'charge.refunded', stripeObjects.charge({ paymentIntent: 'pi_race_refund', refunded: true }));
@@ -47,11 +53,7 @@ forEachStore('payments (concurrency)', (kind) => {
   });
 
   it('a refund racing its checkout: the purchase ends refunded and its license revoked, whichever commits first', async () => {
-    const t = await createTenant(p.ctx);
-    const c = await connectStripe(p, t);
-    const product = await createProduct(p.ctx, t);
-    const price = p.double.price(c.key);
-    await mapPrice(p, t, product.id, { priceId: price });
+    const { t, c, price } = await connectedWithPrice();
     for (let i = 0; i < 8; i++) {
       const paymentIntent = `pi_race_${i}`;
       const session = p.double.session(c.key, [{ priceId: price }]);
@@ -62,6 +64,45 @@ forEachStore('payments (concurrency)', (kind) => {
     }
     const purchases = (await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases?limit=100', headers: t.auth })).body.data;
     expect(purchases.map((x: { status: string }) => x.status)).toEqual(Array(8).fill('refunded'));
+    expect((await licensesOf(p.ctx.store, t.accountId)).filter((l) => !l.revoked)).toEqual([]);
+  });
+
+  it('a refund processed while its checkout is being fulfilled (its unit open, its license made) waits for it: the purchase ends refunded, its license revoked', async () => {
+    const { t, c, price } = await connectedWithPrice();
+    // The refund is delivered at the instant the checkout's unit has made the license and not yet
+    // committed. PostgreSQL: the unit is held open there (an in-unit subscriber waits) while the
+    // refund is handled by the same process; SQLite runs units one at a time, so the refund's unit
+    // can only come before or after, and both orders are tried.
+    let hold: (() => Promise<void>) | undefined;
+    p.ctx.services.events.subscribe(async (event) => {
+      if (event.type !== 'license.created' || event.license.accountId !== t.accountId || !hold) return;
+      const refund = hold;
+      hold = undefined;
+      await refund();
+    });
+    const rounds = kind === 'postgres' ? 3 : 6;
+    for (let i = 0; i < rounds; i++) {
+      const paymentIntent = `pi_instant_${i}`;
+      const session = p.double.session(c.key, [{ priceId: price }]);
+      const checkout = signedEvent(c.secret, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: `instant${i}@example.com`, paymentIntent }));
+      const refund = signedEvent(c.secret, 'charge.refunded', stripeObjects.charge({ paymentIntent, refunded: true }));
+      let refundAnswer: Promise<{ status: number }> | undefined;
+      if (kind === 'postgres') {
+        hold = async () => {
+          refundAnswer = deliver(p.ctx, c.connectionId, refund);
+          // Long enough for the refund to reach its unit and wait on the payment's lock (or, without it, to commit).
+          await new Promise((r) => setTimeout(r, 300));
+        };
+        expect((await deliver(p.ctx, c.connectionId, checkout)).status).toBe(200);
+        expect((await refundAnswer!).status).toBe(200);
+      } else {
+        const order = i % 2 === 0 ? [checkout, refund] : [refund, checkout];
+        const answers = await Promise.all(order.map((e) => deliver(p.ctx, c.connectionId, e)));
+        expect(answers.map((a) => a.status)).toEqual([200, 200]);
+      }
+    }
+    const purchases = (await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases?limit=100', headers: t.auth })).body.data;
+    expect(purchases.map((x: { status: string }) => x.status)).toEqual(Array(rounds).fill('refunded'));
     expect((await licensesOf(p.ctx.store, t.accountId)).filter((l) => !l.revoked)).toEqual([]);
   });
 

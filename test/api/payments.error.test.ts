@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { call, createProduct, createTenant } from '../support/app.ts';
-import { connectStripe, licensesOf, mapPrice, purchaseMailsTo, rowCount, send, usePaymentsApp } from '../support/payments.ts';
+import { connectStripe, deliver, licensesOf, mapPrice, purchaseMailsTo, rowCount, send, usePaymentsApp } from '../support/payments.ts';
 import { forEachStore } from '../support/stores.ts';
-import { stripeObjects } from '../support/stripe-double.ts';
+import { signedEvent, signedPayload, stripeObjects } from '../support/stripe-double.ts';
 
 forEachStore('payments (errors)', (kind) => {
   const p = usePaymentsApp(kind);
@@ -210,6 +210,55 @@ forEachStore('payments (errors)', (kind) => {
       expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(0);
       expect((await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth })).body.data).toEqual([]);
       expect(await purchaseMailsTo(p.ctx.store, email)).toBe(0);
+    });
+  });
+
+  describe('malformed events, correctly signed', () => {
+    it('a body that is no event (null, a list, no type, no data object) is a 400 invalid_request, never a 5xx; nothing is stored', async () => {
+      const t = await createTenant(p.ctx);
+      const c = await connectStripe(p, t);
+      const bodies = [
+        'null',
+        '[]',
+        '"checkout.session.completed"',
+        '42',
+        '{}',
+        '{"type": 5, "data": {"object": {}}}',
+        '{"type": "checkout.session.completed"}',
+        '{"type": "checkout.session.completed", "data": {}}',
+        '{"type": "checkout.session.completed", "data": null}',
+        '{"type": "charge.refunded", "data": {"object": null}}',
+        '{"type": "charge.dispute.created", "data": {"object": "du_1"}}',
+        '{"type": "customer.created", "data": {}}',
+      ];
+      for (const body of bodies) {
+        const res = await deliver(p.ctx, c.connectionId, signedPayload(c.secret, body));
+        expect([res.status, res.body.error?.code], body).toEqual([400, 'invalid_request']);
+      }
+      expect((await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth })).body.data).toEqual([]);
+    });
+
+    it('an event of a handled type whose object lacks what it needs is answered 200 and ignored (logged), so Stripe stops retrying; nothing is stored', async () => {
+      const t = await createTenant(p.ctx);
+      const c = await connectStripe(p, t);
+      const product = await createProduct(p.ctx, t);
+      await mapPrice(p, t, product.id, { priceId: double.price(c.key) });
+      const objects: [string, unknown][] = [
+        ['checkout.session.completed', {}],
+        ['checkout.session.completed', { id: 42, payment_status: 'paid' }],
+        ['checkout.session.async_payment_succeeded', { object: 'checkout.session', payment_status: 'paid', customer_details: 'x' }],
+        ['charge.refunded', { refunded: 'yes', payment_intent: 'pi_1' }],
+        ['charge.dispute.created', { payment_intent: 12 }],
+      ];
+      for (const [type, object] of objects) {
+        const event = signedEvent(c.secret, type, object);
+        const res = await deliver(p.ctx, c.connectionId, event);
+        expect([res.status, res.body], `${type} ${JSON.stringify(object)}`).toEqual([200, { received: true }]);
+        const outcome = await p.ctx.services.payments.handleNotification('stripe', c.connectionId, Buffer.from(event.payload), event.header);
+        expect(outcome).toEqual({ outcome: 'ignored', type: expect.stringContaining(`${type} (malformed:`), malformed: expect.any(String) });
+      }
+      expect((await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth })).body.data).toEqual([]);
+      expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(0);
     });
   });
 

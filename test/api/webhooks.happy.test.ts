@@ -138,6 +138,28 @@ forEachStore('webhooks API (happy)', (kind) => {
     await deleteEndpoint(endpoint.id);
   });
 
+  it('sends device.updated when a re-activation renames a device (nothing when the name stays)', async () => {
+    const endpoint = await createEndpoint(['device.updated', 'device.activated']);
+    const product = await createProduct(ctx, tenant);
+    const license = await createLicense(ctx, tenant, product.id);
+    const activate = (name: string) =>
+      call(ctx, { method: 'POST', url: '/api/v1/licenses/activate', headers: { ...tenant.auth, 'license-key': license.key }, json: { productId: product.id, device: { identifier: 'pc-1', name } } });
+    await activate('Workstation');
+    await activate('Workstation');
+    await activate('Renamed workstation');
+    const mine = () => receiver.received.filter((r) => r.json.data.license?.key === license.key);
+    await waitFor(() => mine().length === 2, { message: 'two deliveries' });
+    await new Promise((r) => setTimeout(r, 200)); // no third one follows
+    expect(mine().map((r) => r.json.type).sort()).toEqual(['device.activated', 'device.updated']);
+    const updated = mine().find((r) => r.json.type === 'device.updated')!.json.data;
+    expect(updated).toMatchObject({
+      device: { identifier: 'pc-1', name: 'Renamed workstation', activationDate: expect.stringMatching(/Z$/) },
+      changes: { name: { from: 'Workstation', to: 'Renamed workstation' } },
+      license: { key: license.key, activeDevices: [{ identifier: 'pc-1', name: 'Renamed workstation' }], activeDeviceCount: 1 },
+    });
+    await deleteEndpoint(endpoint.id);
+  });
+
   it('sends only the subscribed events, and pages deliveries newest first', async () => {
     const endpoint = await createEndpoint(['license.created']);
     const product = await createProduct(ctx, tenant);

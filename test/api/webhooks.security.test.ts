@@ -12,11 +12,16 @@ describe('the webhook address guard', () => {
     '::', '::1', 'fe80::1', 'fe80::1%eth0', 'fc00::1', 'fd12:3456::1', 'ff02::1',
     '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:169.254.169.254', '::127.0.0.1', '64:ff9b::7f00:1', '2002:7f00:1::1', '2001:0:4136:e378::1',
     '[::1]', 'not-an-address',
+    // IPv4-translated (SIIT, ::ffff:0:0:0/96), written every way; and the other IPv4-embedding forms.
+    '::ffff:0:127.0.0.1', '::ffff:0:7f00:1', '0:0:0:0:ffff:0:a00:1', '[::ffff:0:127.0.0.1]', '::ffff:0:8.8.8.8',
+    '64:ff9b:1::a00:1', '2002:808:808::1', '2001:0:808:808::1',
+    // ISATAP interface ids (…:0:5efe:a.b.c.d, …:200:5efe:a.b.c.d) carrying a private IPv4 address.
+    '2607:f8b0:4005:80c::5efe:10.0.0.1', '2607:f8b0:4005:80c:200:5efe:7f00:1', '2607:f8b0::100:5efe:a9fe:a9fe',
   ])('refuses %s', (address) => {
     expect(isForbiddenAddress(address)).toBe(true);
   });
 
-  it.each(['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8', '172.32.0.1', '192.169.0.1'])('allows the public address %s', (address) => {
+  it.each(['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8', '172.32.0.1', '192.169.0.1', '2607:f8b0:4005:80c::5efe:8.8.8.8', '2607:f8b0::1:5efe:a00:1'])('allows the public address %s', (address) => {
     expect(isForbiddenAddress(address)).toBe(false);
   });
 
@@ -25,7 +30,7 @@ describe('the webhook address guard', () => {
     const sender = new WebhookSender({ allowPrivate: false, connectTimeoutMs: 1000, timeoutMs: 2000, maxSockets: 4 });
     try {
       const port = new URL(receiver.url).port;
-      for (const url of [`http://localhost:${port}/hook`, receiver.url, `http://[::1]:${port}/hook`, `http://[::ffff:127.0.0.1]:${port}/hook`]) {
+      for (const url of [`http://localhost:${port}/hook`, receiver.url, `http://[::1]:${port}/hook`, `http://[::ffff:127.0.0.1]:${port}/hook`, `http://[::ffff:0:127.0.0.1]:${port}/hook`]) {
         const result = await sender.post(url, '{}', {});
         expect(result, url).toMatchObject({ statusCode: null, error: expect.stringMatching(/private, loopback or link-local/) });
       }
@@ -67,6 +72,9 @@ forEachStore('webhooks API (security)', (kind) => {
     'http://0x7f.1/hook',
     'http://[::1]/hook',
     'http://[::ffff:127.0.0.1]/hook',
+    'http://[::ffff:0:127.0.0.1]/hook',
+    'http://[0:0:0:0:ffff:0:a9fe:a9fe]/hook',
+    'http://[2607:f8b0::5efe:192.168.0.1]/hook',
     'http://[fe80::1]/hook',
     'https://169.254.169.254/latest/meta-data',
     'http://10.0.0.8/hook',

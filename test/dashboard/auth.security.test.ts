@@ -75,29 +75,49 @@ forEachStore('dashboard sign-in security', (kind) => {
   });
 
   describe('rate limits', () => {
-    const ctx = useTestApp(kind, { env: { RATE_LIMIT: 'on', RATE_LIMIT_DASHBOARD_LOGINS_PER_ADDRESS: '3', RATE_LIMIT_DASHBOARD_LOGINS_PER_CLIENT: '5' } });
+    const ctx = useTestApp(kind, {
+      env: { RATE_LIMIT: 'on', RATE_LIMIT_DASHBOARD_LOGINS_PER_ADDRESS: '3', RATE_LIMIT_DASHBOARD_LOGINS_ALL_CLIENTS_PER_ADDRESS: '8', RATE_LIMIT_DASHBOARD_LOGINS_PER_CLIENT: '5' },
+    });
+    const attempt = async (client: string, email: string, password: string) => {
+      const b = new WebBrowser(ctx, client);
+      await b.request('GET', '/dashboard/login');
+      return b.request('POST', '/dashboard/login', { email, password, csrf: b.csrf });
+    };
 
-    it('limits log-in attempts per address across clients, and per client across addresses', async () => {
+    it('a stranger spends their own quota for an address: the owner, from another client, still logs in', async () => {
       const t = await createTenant(ctx);
-      // Per address: 3 attempts from 3 different clients, the 4th is refused, even with the right password.
-      for (let i = 1; i <= 3; i++) {
-        const b = new WebBrowser(ctx, `10.0.0.${i}`);
-        await b.request('GET', '/dashboard/login');
-        expect((await b.request('POST', '/dashboard/login', { email: t.email, password: 'wrong password!', csrf: b.csrf })).status).toBe(401);
-      }
-      const fourth = new WebBrowser(ctx, '10.0.0.4');
-      await fourth.request('GET', '/dashboard/login');
-      const limited = await fourth.request('POST', '/dashboard/login', { email: t.email.toUpperCase(), password: PASSWORD, csrf: fourth.csrf });
+      // A stranger tries 3 wrong passwords for the operator's address: the 4th attempt from that client is refused, even a right one.
+      for (let i = 0; i < 3; i++) expect((await attempt('10.0.0.1', t.email, 'wrong password!')).status).toBe(401);
+      const limited = await attempt('10.0.0.1', t.email.toUpperCase(), PASSWORD);
       expect(limited.status).toBe(429);
       expect(limited.body).toContain('Too many requests');
       expect(limited.headers['set-cookie']?.toString() ?? '').not.toContain('tessera_dashboard=');
+      // The operator, from their own client, is not locked out.
+      const owner = await attempt('10.0.0.2', t.email, PASSWORD);
+      expect(owner.status).toBe(303);
+      expect(owner.headers['set-cookie']?.toString()).toContain('tessera_dashboard=');
+    });
+
+    it('limits attempts per address from all clients together (a higher cap), and per client across addresses', async () => {
+      const t = await createTenant(ctx);
+      // 8 attempts from 4 clients, 2 each, reach the all-clients cap: the 9th, from a fifth client, is refused.
+      for (let i = 0; i < 8; i++) expect((await attempt(`10.0.3.${i % 4}`, t.email, 'wrong password!')).status).toBe(401);
+      expect((await attempt('10.0.3.9', t.email, PASSWORD)).status).toBe(429);
       // Per client: one address tries 5 different e-mails; the 6th attempt from it is refused.
-      const client = new WebBrowser(ctx, '10.0.1.1');
-      await client.request('GET', '/dashboard/login');
-      for (let i = 0; i < 5; i++) {
-        expect((await client.request('POST', '/dashboard/login', { email: `guess${i}@example.com`, password: 'wrong password!', csrf: client.csrf })).status).toBe(401);
-      }
-      expect((await client.request('POST', '/dashboard/login', { email: 'guess9@example.com', password: 'wrong password!', csrf: client.csrf })).status).toBe(429);
+      for (let i = 0; i < 5; i++) expect((await attempt('10.0.1.1', `guess${i}@example.com`, 'wrong password!')).status).toBe(401);
+      expect((await attempt('10.0.1.1', 'guess9@example.com', 'wrong password!')).status).toBe(429);
+    });
+
+    it('counts password-reset requests the same way: a stranger cannot stop the owner asking for a link', async () => {
+      const t = await createTenant(ctx);
+      const ask = async (client: string) => {
+        const b = new WebBrowser(ctx, client);
+        await b.request('GET', '/dashboard/forgot');
+        return b.request('POST', '/dashboard/forgot', { email: t.email, csrf: b.csrf });
+      };
+      for (let i = 0; i < 3; i++) expect((await ask('10.0.4.1')).status).toBe(200);
+      expect((await ask('10.0.4.1')).status).toBe(429);
+      expect((await ask('10.0.4.2')).status).toBe(200);
     });
 
     it('limits password attempts on the account page per account, across its forms', async () => {

@@ -27,6 +27,14 @@ forEachStore('dashboard e-mail change', (kind) => {
     return links()[before]!;
   }
 
+  /** Asks for a password-reset link through the form, as anyone may; returns the link e-mailed (one per fresh tenant). */
+  async function askReset(browser: WebBrowser, email: string): Promise<string> {
+    await browser.request('GET', '/dashboard/forgot');
+    await browser.request('POST', '/dashboard/forgot', { email, csrf: browser.csrf });
+    const mail = await transport.waitFor(email, 'password_reset');
+    return /http:\/\/[^\s]+\/dashboard\/reset\?token=[A-Za-z0-9_-]+/.exec(mail.text)![0];
+  }
+
   describe('happy path', () => {
     it('changes the address once the new one confirms, tells the old one, and keeps the sessions', async () => {
       const t = await createTenant(ctx);
@@ -72,9 +80,7 @@ forEachStore('dashboard e-mail change', (kind) => {
       const t = await createTenant(ctx);
       const browser = await signIn(ctx, t.email);
       const visitor = new WebBrowser(ctx);
-      await visitor.request('GET', '/dashboard/forgot');
-      await visitor.request('POST', '/dashboard/forgot', { email: t.email, csrf: visitor.csrf });
-      const reset = await transport.waitFor(t.email, 'password_reset');
+      const resetLink = await askReset(visitor, t.email);
 
       const first = await ask(browser, freshAddress());
       const secondAddress = freshAddress();
@@ -84,7 +90,6 @@ forEachStore('dashboard e-mail change', (kind) => {
 
       await visitor.request('GET', second);
       expect((await visitor.request('POST', '/dashboard/email/confirm', { token: tokenOf(second), csrf: visitor.csrf })).status).toBe(200);
-      const resetLink = /http:\/\/[^\s]+\/dashboard\/reset\?token=[A-Za-z0-9_-]+/.exec(reset.text)![0];
       expect((await visitor.request('GET', resetLink)).status).toBe(400);
       expect((await ctx.services.accounts.findById(t.accountId))!.email).toBe(secondAddress);
     });
@@ -169,6 +174,43 @@ forEachStore('dashboard e-mail change', (kind) => {
       expect((await ctx.services.accounts.findById(t.accountId))!.email).toBe(t.email);
       // A GET never changes the address (mail scanners open links).
       for (let i = 0; i < 2; i++) expect((await visitor.request('GET', link)).status).toBe(200);
+      expect((await ctx.services.accounts.findById(t.accountId))!.email).toBe(t.email);
+    });
+
+    it('a password reset cancels the pending e-mail change: an attacker who once knew the password loses the account move', async () => {
+      const t = await createTenant(ctx);
+      // The attacker, signed in with the old password, asks to move the account to their address.
+      const attacker = await signIn(ctx, t.email);
+      const stolen = await ask(attacker, freshAddress());
+      // The owner resets the password by the e-mailed link.
+      const owner = new WebBrowser(ctx);
+      const resetLink = await askReset(owner, t.email);
+      await owner.request('GET', resetLink);
+      const reset = await owner.request('POST', '/dashboard/reset', { token: tokenOf(resetLink), password: 'the owner took it back', csrf: owner.csrf });
+      expect(reset.status).toBe(303);
+      expect(await pending(t.accountId)).toHaveLength(0);
+      // The attacker's confirmation link is dead, on both the page and the form.
+      const visitor = new WebBrowser(ctx);
+      expect((await visitor.request('GET', stolen)).status).toBe(400);
+      await visitor.request('GET', '/dashboard/forgot');
+      expect((await visitor.request('POST', '/dashboard/email/confirm', { token: tokenOf(stolen), csrf: visitor.csrf })).status).toBe(400);
+      expect((await ctx.services.accounts.findById(t.accountId))!.email).toBe(t.email);
+    });
+
+    it('a password change cancels the pending e-mail change and every reset link of the account', async () => {
+      const t = await createTenant(ctx);
+      const browser = await signIn(ctx, t.email);
+      const moved = await ask(browser, freshAddress());
+      const visitor = new WebBrowser(ctx);
+      const resetLink = await askReset(visitor, t.email);
+
+      await browser.request('GET', '/dashboard/account');
+      const changed = await browser.request('POST', '/dashboard/account/password', { currentPassword: PASSWORD, newPassword: 'a brand new password', csrf: browser.csrf });
+      expect(changed.status).toBe(303);
+      expect(await pending(t.accountId)).toHaveLength(0);
+      expect((await visitor.request('GET', moved)).status).toBe(400);
+      expect((await visitor.request('GET', resetLink)).status).toBe(400);
+      expect(await ctx.store.read.all(ctx.store.db.selectFrom('dashboard_password_resets').selectAll().where('account_id', '=', t.accountId))).toHaveLength(0);
       expect((await ctx.services.accounts.findById(t.accountId))!.email).toBe(t.email);
     });
 

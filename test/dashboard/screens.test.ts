@@ -2,23 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { cliPrincipal } from '../../src/core/principal.ts';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
 import { signIn, textOf } from '../support/dashboard.ts';
+import { multipartBody as multipart } from '../support/dashboard-forms.ts';
 import { PNG } from '../support/images.ts';
 import { activateDevice } from '../support/mail.ts';
 import { forEachStore } from '../support/stores.ts';
 
 const XSS = `<script>alert(1)</script><img src=x onerror=alert(2)>"'`;
-
-/** A multipart upload as a browser sends it (the CSRF field first, then the file). */
-function multipart(fields: Record<string, string>, file?: { name: string; type: string; data: Buffer }) {
-  const boundary = '----tessera-test-boundary';
-  const parts: Buffer[] = [];
-  for (const [k, v] of Object.entries(fields)) parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
-  if (file) {
-    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="${file.name}"\r\nContent-Type: ${file.type}\r\n\r\n`), file.data, Buffer.from('\r\n'));
-  }
-  parts.push(Buffer.from(`--${boundary}--\r\n`));
-  return { payload: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` };
-}
 
 forEachStore('dashboard screens', (kind) => {
   const ctx = useTestApp(kind, { env: { SIGNUP: 'open' } });

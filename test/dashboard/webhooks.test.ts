@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call, createLicense, createProduct, createTenant, type Tenant, type TestContext, useTestApp } from '../support/app.ts';
 import { signIn, textOf } from '../support/dashboard.ts';
 import { describeFormCases, type FormCase } from '../support/dashboard-forms.ts';
 import { forEachStore } from '../support/stores.ts';
 import { waitFor } from '../support/wait.ts';
-import { WebhookReceiver } from '../support/webhook-receiver.ts';
+import { useWebhookReceiver, WebhookReceiver } from '../support/webhook-receiver.ts';
 
 const XSS = `<script>alert(1)</script><img src=x onerror=alert(2)>"'`;
 
@@ -75,20 +75,16 @@ function cases(receiver: () => WebhookReceiver): FormCase[] {
 forEachStore('dashboard webhooks', (kind) => {
   // The receiver is on loopback: allowed here (as in the webhooks API tests).
   const ctx = useTestApp(kind, { env: { WEBHOOK_ALLOW_PRIVATE: 'true' }, app: { mail: { worker: { pollMs: 20 } } } });
-  let receiver: WebhookReceiver;
-  beforeAll(async () => {
-    receiver = await WebhookReceiver.start();
-  });
-  afterAll(() => receiver?.close());
+  const suite = useWebhookReceiver();
 
-  describeFormCases(ctx, cases(() => receiver));
+  describeFormCases(ctx, cases(() => suite.receiver));
 
   it('shows the signing secret once after creation, with a copy button, and lists the endpoint with its events and state', async () => {
     const t = await createTenant(ctx);
     const browser = await signIn(ctx, t.email);
     const empty = await browser.request('GET', '/dashboard/webhooks');
     expect(textOf(empty.body)).toContain('No webhook endpoints yet');
-    const res = await browser.request('POST', '/dashboard/webhooks', { url: receiver.url, allEvents: 'on', 'event_license.created': 'on', description: XSS, csrf: browser.csrf });
+    const res = await browser.request('POST', '/dashboard/webhooks', { url: suite.receiver.url, allEvents: 'on', 'event_license.created': 'on', description: XSS, csrf: browser.csrf });
     expect(res.status).toBe(200);
     const secret = /id="new-webhook-secret"[^>]*>(whsec_[^<]+)</.exec(res.body)![1]!;
     expect(res.body).toContain('data-copy-target="new-webhook-secret"');
@@ -101,10 +97,10 @@ forEachStore('dashboard webhooks', (kind) => {
     expect(textOf(list.body)).toContain('All events');
     expect(textOf(list.body)).toContain('Enabled');
     // The secret signs deliveries: a license change reaches the receiver signed with it.
-    const before = receiver.received.length;
+    const before = suite.receiver.received.length;
     await createLicense(ctx, t, (await createProduct(ctx, t)).id);
-    await waitFor(() => receiver.received.length > before);
-    expect(receiver.received.at(-1)!.headers['tessera-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    await waitFor(() => suite.receiver.received.length > before);
+    expect(suite.receiver.received.at(-1)!.headers['tessera-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
   });
 
   it('refuses a URL that is not http(s) with the message beside the field, and keeps the ticked events', async () => {
@@ -141,7 +137,7 @@ forEachStore('dashboard webhooks', (kind) => {
   it('pages deliveries by keyset, newest first', async () => {
     const t = await createTenant(ctx);
     const browser = await signIn(ctx, t.email);
-    const endpoint = await createEndpoint(ctx, t, receiver.url, ['license.created']);
+    const endpoint = await createEndpoint(ctx, t, suite.receiver.url, ['license.created']);
     const product = await createProduct(ctx, t);
     for (let i = 0; i < 26; i++) await createLicense(ctx, t, product.id);
     const first = await browser.request('GET', `/dashboard/webhooks/${endpoint.id}`);
@@ -154,7 +150,7 @@ forEachStore('dashboard webhooks', (kind) => {
   it('a disabled endpoint says to enable it before redelivering', async () => {
     const t = await createTenant(ctx);
     const browser = await signIn(ctx, t.email);
-    const { endpoint, delivery } = await withDelivery(ctx, t, receiver.url);
+    const { endpoint, delivery } = await withDelivery(ctx, t, suite.receiver.url);
     await call(ctx, { method: 'PATCH', url: `/api/v1/webhooks/${endpoint.id}`, headers: t.auth, json: { enabled: false } });
     await browser.request('GET', `/dashboard/webhooks/${endpoint.id}`);
     const res = await browser.request('POST', `/dashboard/webhooks/${endpoint.id}/deliveries/${delivery.id}/redeliver`, { csrf: browser.csrf });

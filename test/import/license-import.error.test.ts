@@ -91,6 +91,31 @@ forEachStore('license import: bad files and rows', (kind) => {
     expect((await importAs(t.accountId, 'key,productId\n"unterminated,x\n', 'csv')).errors).toEqual([{ at: { line: 2 }, message: 'a quoted cell is never closed' }]);
   });
 
+  it('refuses lone UTF-16 surrogates in any text of a row, as the API does, and imports nothing', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    const row = (i: number, extra: object) => ({ key: `SURR${i}-AAAAA-BBBBB-CCCCC-DDDDD`, productId: p.id, type: 'perpetual', maxDevices: 5, ...extra });
+    // JSON escapes are how a file carries them (UTF-8 cannot): "\ud800abc".
+    const json = `[${[
+      JSON.stringify(row(1, { devices: [{ identifier: 'fine', name: 'Fine' }] })),
+      JSON.stringify(row(2, { devices: [{ identifier: 'ID', name: 'Laptop' }] })).replace('"ID"', '"\\ud800abc"'),
+      JSON.stringify(row(3, { devices: [{ identifier: 'ok', name: 'NAME' }] })).replace('"NAME"', '"x\\udfff"'),
+      JSON.stringify(row(4, { email: 'EMAIL' })).replace('"EMAIL"', '"a\\ud83d@example.com"'),
+    ].join(',')}]`;
+    expect(JSON.parse(json)[1].devices[0].identifier).toBe('\ud800abc');
+    const report = await importAs(t.accountId, json, 'json');
+    expect(report.ok).toBe(false);
+    expect(report.errors.map((e) => ['index' in e.at ? e.at.index : -1, e.field, e.message])).toEqual([
+      [1, 'devices.0.identifier', expect.stringContaining('well-formed Unicode')],
+      [2, 'devices.0.name', expect.stringContaining('well-formed Unicode')],
+      [3, 'email', expect.stringContaining('well-formed Unicode')],
+    ]);
+    expect(await exists(t.auth, 'SURR1-AAAAA-BBBBB-CCCCC-DDDDD')).toBe(false);
+    // The service refuses them too, whoever calls it.
+    await expect(ctx.services.licenses.importLicenses(cliPrincipal(t.accountId), [JSON.parse(json)[1]])).rejects.toMatchObject({ code: 'invalid_request', issues: [{ path: '0.devices.0.identifier' }] });
+    expect(await ctx.store.read.all(ctx.store.db.selectFrom('devices').select('identifier').where('license_key', 'like', 'SURR%'))).toEqual([]);
+  });
+
   it("a key another account holds is refused (never overwritten); the caller's own existing key is skipped", async () => {
     const owner = await createTenant(ctx);
     const op = await createProduct(ctx, owner);

@@ -3,13 +3,13 @@ import { loadConfig } from '../../src/config.ts';
 import { type DomainEvent, isLicenseEvent } from '../../src/core/events.ts';
 import { apiKeyPrincipal, type Principal } from '../../src/core/principal.ts';
 import { eventJobKind, type EventConsumer } from '../../src/modules/outbox/event-delivery.ts';
-import { OutboxWorker } from '../../src/modules/outbox/worker.ts';
+import { DEFAULT_WORKER_SETTINGS, OutboxWorker } from '../../src/modules/outbox/worker.ts';
 import { createServices, type Services } from '../../src/services.ts';
 import type { Store } from '../../src/storage/index.ts';
 import { createTestDatabase, forEachStore, type TestDatabase } from '../support/stores.ts';
 
 const quiet = { info() {}, warn() {}, error() {} };
-const settings = { pollMs: 20, queuedWaitMs: 0, leaseMs: 60_000, batchSize: 50, concurrency: 10, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 };
+const settings = { pollMs: 20, queuedWaitMs: 0, leaseMs: 60_000, batchSize: 50, concurrency: 10, caps: DEFAULT_WORKER_SETTINGS.caps, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 };
 
 // Every change to a license and its devices emits its domain event inside the change's unit, whoever
 // asks; an event consumer receives them through the outbox after commit, and never for a rollback.
@@ -54,7 +54,8 @@ forEachStore('domain events through the outbox', (kind) => {
     await licenses.update(ctx.principal, license.key, { maxDevices: 5 });
     await licenses.update(ctx.principal, license.key, { maxDevices: 5 }); // no change: no event
     await licenses.publicActivate(license.key, product.id, device('a'));
-    await licenses.publicActivate(license.key, product.id, { identifier: 'a', name: 'Renamed' }); // holds its slot: no event
+    await licenses.publicActivate(license.key, product.id, { identifier: 'a', name: 'Renamed' }); // holds its slot, renamed: device.updated
+    await licenses.publicActivate(license.key, product.id, { identifier: 'a', name: 'Renamed' }); // the same name: no event
     await licenses.publicRemoveDevice(license.key, product.id, 'a');
     await licenses.publicRemoveDevice(license.key, product.id, 'a'); // nothing to remove: no event
     await licenses.serverActivate(ctx.principal, license.key, product.id, device('b'));
@@ -68,6 +69,7 @@ forEachStore('domain events through the outbox', (kind) => {
       ['license.created', apiKey],
       ['license.updated', apiKey],
       ['device.activated', { type: 'public' }],
+      ['device.updated', { type: 'public' }],
       ['device.removed', { type: 'public' }],
       ['device.activated', apiKey],
       ['devices.reset', apiKey],
@@ -76,8 +78,9 @@ forEachStore('domain events through the outbox', (kind) => {
       ['license.deleted', apiKey],
     ]);
     expect(seen[1]).toMatchObject({ changes: { maxDevices: { from: 3, to: 5 } }, license: { key: license.key, maxDevices: 5 } });
-    expect(seen[3]).toMatchObject({ device: { identifier: 'a', name: 'Renamed' } });
-    expect(seen[7]).toMatchObject({ devices: [{ identifier: 'c' }] });
+    expect(seen[3]).toMatchObject({ device: { identifier: 'a', name: 'Renamed' }, changes: { name: { from: 'Laptop a', to: 'Renamed' } } });
+    expect(seen[4]).toMatchObject({ device: { identifier: 'a', name: 'Renamed' } });
+    expect(seen[8]).toMatchObject({ devices: [{ identifier: 'c' }] });
 
     await drain();
     expect(ctx.delivered.map((e) => e.type)).toEqual(seen.map((e) => e.type));

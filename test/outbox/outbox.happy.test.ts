@@ -9,13 +9,13 @@ import { Outbox } from '../../src/modules/outbox/outbox.ts';
 import { MAIL_JOB, mailConsumer } from '../../src/modules/mail/queue.ts';
 import { createMailTransport, SENDS_AT_ONCE } from '../../src/modules/mail/transport.ts';
 import type { MailTransport, OutgoingMail } from '../../src/modules/mail/types.ts';
-import { OutboxWorker, retryDelay } from '../../src/modules/outbox/worker.ts';
+import { DEFAULT_WORKER_SETTINGS, OutboxWorker, retryDelay } from '../../src/modules/outbox/worker.ts';
 import { CapturingTransport, waitUntil, outboxFor } from '../support/mail.ts';
 import { createTestDatabase, forEachStore, type StoreKind, type TestDatabase } from '../support/stores.ts';
 
 const quiet = { info() {}, warn() {}, error() {} };
 const message = (to: string, subject = 'Hello'): OutgoingMail => ({ kind: 'test', to, replyTo: null, subject, text: `Body for ${to}`, html: `<p>Body for ${to}</p>` });
-const settings = { pollMs: 20, queuedWaitMs: 0, leaseMs: 60_000, batchSize: 5, concurrency: 10, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 };
+const settings = { pollMs: 20, queuedWaitMs: 0, leaseMs: 60_000, batchSize: 5, concurrency: 10, caps: DEFAULT_WORKER_SETTINGS.caps, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 };
 
 /** A clock tests move by hand: leases and retry times pass without waiting. */
 function manualClock(start = Date.now()) {
@@ -95,10 +95,13 @@ forEachStore('general outbox (e-mail on it)', (kind) => {
     outbox.completeAll = () => Promise.reject(new Error('disk full'));
     const transport = new CapturingTransport();
     await queue(message('unrecorded@example.com'));
-    await mailWorker(transport, {}, outbox).drain();
+    // A retry delay the drain cannot reach on a loaded machine: a 10 ms one was due again before the
+    // drain ended, and the job went out twice within it.
+    const retry = { retryBaseMs: 300, maxRetryDelayMs: 300 };
+    await mailWorker(transport, retry, outbox).drain();
     expect(transport.sent.filter((m) => m.to === 'unrecorded@example.com')).toHaveLength(1);
     expect((await outboxFor(ctx.store, 'unrecorded@example.com'))[0]).toMatchObject({ status: 'pending', attempts: 1, lastError: 'disk full' });
-    await new Promise((r) => setTimeout(r, settings.maxRetryDelayMs * 1.2 + 5)); // its retry time
+    await new Promise((r) => setTimeout(r, retry.maxRetryDelayMs * 1.2 + 5)); // its retry time
     await mailWorker(transport).drain();
     expect((await outboxFor(ctx.store, 'unrecorded@example.com'))[0]).toMatchObject({ status: 'done', attempts: 2 });
   });
@@ -167,6 +170,24 @@ forEachStore('general outbox (e-mail on it)', (kind) => {
     expect(transport.sent.map((m) => m.to)).toContain('crashed@example.com');
     const [row] = await outboxFor(ctx.store, 'crashed@example.com');
     expect(row).toMatchObject({ status: 'done', attempts: 2 });
+  });
+
+  it('releases every live claim at once when told its holders are gone (a start holding the DATA_DIR lock): those jobs run now', async () => {
+    const clock = manualClock();
+    const outbox = new Outbox(ctx.store, clock);
+    await ctx.services.units.run((unit) => outbox.enqueue(unit, MAIL_JOB, message('released@example.com')));
+    const claimed = await outbox.claim('dead-worker', [MAIL_JOB], 5 * 60_000, 100);
+    expect(claimed.map((j) => (j.payload as OutgoingMail).to)).toContain('released@example.com');
+    const transport = new CapturingTransport();
+    const survivor = mailWorker(transport, {}, outbox, clock);
+    await survivor.drain();
+    expect(transport.sent.map((m) => m.to)).not.toContain('released@example.com'); // its lease holds
+    expect(await outbox.releaseClaims()).toBeGreaterThanOrEqual(1);
+    await survivor.drain();
+    expect(transport.sent.map((m) => m.to)).toContain('released@example.com');
+    // The attempt the dead worker was on stays counted; done jobs were left alone.
+    expect((await outboxFor(ctx.store, 'released@example.com'))[0]).toMatchObject({ status: 'done', attempts: 2 });
+    expect(await outbox.releaseClaims()).toBe(0);
   });
 
   it('claims with a lease per kind: each kind gets its own, and every claim is one statement (no new SQL per call)', async () => {

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -44,6 +44,8 @@ describe('SQLite backup and restore (CLI)', () => {
       await Promise.all(writers);
       expect(backup.code, backup.stderr).toBe(0);
       expect(backup.json).toEqual({ file: backupFile, bytes: expect.any(Number), migration: expect.stringMatching(/^\d{3}_/) });
+      // Private like everything under DATA_DIR, whatever the CLI's umask (here the test runner's, 022).
+      expect((statSync(backupFile).mode & 0o777).toString(8)).toBe('600');
       expect(during).toBeGreaterThan(before); // the server kept writing while the copy was taken
       backedUp = keysIn(backupFile);
       // Consistent: everything acknowledged before the backup began is in it, nothing that was never written.

@@ -75,3 +75,49 @@ describe('idle and slow connections', () => {
     expect(answer).toContain('"code":"request_timeout"');
   }, 20_000);
 });
+
+/**
+ * Issue 33, item 11: a socket that never sends a byte is closed by the headers timeout too (Node's
+ * connection sweep times a connection from its creation, not from its first byte). A client that
+ * does not read its socket never sees that close, and the server's side then lingers in FIN-WAIT-2
+ * (no descriptor) for the kernel's tcp_fin_timeout: what a probe that did not read saw as open.
+ */
+describe('a connection that never sends a byte', () => {
+  let database: TestDatabase;
+  let server: ServerProcess;
+  let port = 0;
+
+  beforeAll(async () => {
+    database = await createTestDatabase('sqlite');
+    // The connection (socket inactivity) timeout stays at its default, 70 s: only the headers timeout can close it in time.
+    server = await startServer({ ...database.env, HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_KEEP_ALIVE_TIMEOUT_MS: '5000' });
+    port = Number(new URL(server.url).port);
+  }, 60_000);
+
+  afterAll(async () => {
+    await server?.stop();
+    await database?.drop();
+  });
+
+  const open = () => {
+    const s = connect(port, '127.0.0.1');
+    s.on('error', () => {});
+    s.resume();
+    const closed = new Promise<number>((resolve) => s.on('close', () => resolve(Date.now())));
+    return { s, closed, opened: Date.now() };
+  };
+  const within = (p: Promise<number>, ms: number) => Promise.race([p, new Promise<number>((resolve) => setTimeout(() => resolve(-1), ms))]);
+
+  it('is closed within HTTP_HEADERS_TIMEOUT_MS (swept every second), while a kept-alive one that sent a request stays for its keep-alive timeout', async () => {
+    const silent = open();
+    const busy = open();
+    busy.s.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    const silentClosedAt = await within(silent.closed, 6000);
+    expect(silentClosedAt, 'the silent connection was still open after 6 s').toBeGreaterThan(0);
+    expect(silentClosedAt - silent.opened).toBeGreaterThanOrEqual(900);
+    expect(silentClosedAt - silent.opened).toBeLessThan(2600);
+    // The one that sent a request is idle now too, but keep-alive (5 s) governs it, not the headers timeout.
+    expect(busy.s.destroyed).toBe(false);
+    expect(await within(busy.closed, 6000)).toBeGreaterThan(0);
+  }, 30_000);
+});

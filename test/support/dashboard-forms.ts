@@ -8,6 +8,18 @@ const LIST_EXACT = ['/dashboard/webhooks'];
 
 export type Fields = Record<string, string>;
 
+/** A multipart/form-data body as a browser sends it: text fields, then an optional file (`image`). */
+export function multipartBody(fields: Fields, file?: { name: string; type: string; data: Buffer }) {
+  const boundary = '----tessera-test-boundary';
+  const parts: Buffer[] = [];
+  for (const [k, v] of Object.entries(fields)) parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
+  if (file) {
+    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="${file.name}"\r\nContent-Type: ${file.type}\r\n\r\n`), file.data, Buffer.from('\r\n'));
+  }
+  parts.push(Buffer.from(`--${boundary}--\r\n`));
+  return { payload: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
 /** One form of the dashboard: where it is, what it posts, what is stored, and which object it acts on. */
 export interface FormCase {
   name: string;
@@ -72,14 +84,24 @@ export function describeFormCases(ctx: TestContext, cases: FormCase[]): void {
         expect(await f.state()).toEqual(before);
       });
 
-      it('refuses a missing or wrong CSRF token with 403, storing nothing', async () => {
+      it('refuses a missing or wrong CSRF token with 403, storing nothing, whatever the body type', async () => {
         const t = await createTenant(ctx);
         const f = await c.prepare(ctx, t);
         const browser = await signIn(ctx, t.email);
         const before = await f.state();
         for (const csrf of [undefined, 'A'.repeat(43)]) {
-          const res = await browser.request('POST', f.action, { ...f.good, confirm: 'yes', ...(csrf ? { csrf } : {}) });
+          const fields = { ...f.good, confirm: 'yes', ...(csrf ? { csrf } : {}) };
+          const res = await browser.request('POST', f.action, fields);
           expect(res.status).toBe(403);
+          // The same fields as JSON, and as multipart/form-data (what a form with that enctype on another
+          // site sends): a form that takes no upload refuses multipart before reading it (415).
+          for (const [body, status] of [
+            [{ payload: JSON.stringify(fields), contentType: 'application/json' }, 403],
+            [multipartBody(fields), 415],
+          ] as const) {
+            const other = await ctx.app.inject({ method: 'POST', url: f.action, headers: { cookie: browser.cookieHeader, 'content-type': body.contentType }, payload: body.payload });
+            expect(other.statusCode, `${body.contentType.split(';')[0]} without a token`).toBe(status);
+          }
         }
         expect(await f.state()).toEqual(before);
       });

@@ -310,6 +310,11 @@ export const stripeObjects = {
   },
 };
 
+/** Any body, signed as Stripe signs events (a correctly signed body that is no proper event). */
+export function signedPayload(secret: string, payload: string) {
+  return { payload, header: Stripe.webhooks.generateTestHeaderString({ payload, secret, timestamp: now() }) };
+}
+
 /** An event as Stripe sends it, with its Stripe-Signature made by the package itself. */
 export function signedEvent(secret: string, type: string, object: unknown, options: { timestamp?: number; eventId?: string } = {}) {
   const event = {

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll } from 'vitest';
 
 export interface ReceivedWebhook {
   headers: IncomingMessage['headers'];
@@ -69,4 +70,15 @@ export class WebhookReceiver {
     this.server.closeAllConnections();
     await new Promise((resolve) => this.server.close(resolve));
   }
+}
+
+/** A receiver for the enclosing suite: started before its tests (answering `fallback` when given), closed after them. */
+export function useWebhookReceiver(fallback?: Behaviour): { readonly receiver: WebhookReceiver } {
+  const suite = {} as { receiver: WebhookReceiver };
+  beforeAll(async () => {
+    suite.receiver = await WebhookReceiver.start();
+    if (fallback !== undefined) suite.receiver.fallback = fallback;
+  });
+  afterAll(() => suite.receiver?.close());
+  return suite;
 }

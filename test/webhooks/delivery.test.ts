@@ -3,7 +3,7 @@ import { verifyWebhook } from '../../packages/node/src/index.ts';
 import { loadConfig } from '../../src/config.ts';
 import { apiKeyPrincipal, type Principal } from '../../src/core/principal.ts';
 import { MAIL_JOB, mailConsumer } from '../../src/modules/mail/queue.ts';
-import { OutboxWorker } from '../../src/modules/outbox/worker.ts';
+import { DEFAULT_WORKER_SETTINGS, OutboxWorker } from '../../src/modules/outbox/worker.ts';
 import { DISABLE_AFTER_MS, RETRY_DELAYS_MS, webhookRetryAt } from '../../src/modules/webhooks/delivery.ts';
 import { WEBHOOK_JOB } from '../../src/modules/webhooks/service.ts';
 import { createServices, type Services } from '../../src/services.ts';
@@ -75,7 +75,7 @@ forEachStore('webhook delivery through the outbox', (kind: StoreKind) => {
       ctx.services.outbox,
       { [WEBHOOK_JOB]: ctx.services.jobConsumers[WEBHOOK_JOB]!, [MAIL_JOB]: mailConsumer(ctx.mail) },
       quiet,
-      { pollMs: 20, queuedWaitMs: 0, leaseMs: 60_000, batchSize: 50, concurrency: 16, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 },
+      { ...DEFAULT_WORKER_SETTINGS, pollMs: 20, queuedWaitMs: 0, leaseMs: 60_000, batchSize: 50, concurrency: 16, maxAttempts: 3, retryBaseMs: 10, maxRetryDelayMs: 40, keepDoneMs: 60_000 },
       ctx.clock,
     );
   const endpoint = (events = ['*']) => ctx.services.webhooks.create(principal, { url: ctx.receiver.url, events });
@@ -132,6 +132,7 @@ forEachStore('webhook delivery through the outbox', (kind: StoreKind) => {
     const { endpoint: e } = await endpoint(['license.created']);
     const w = worker();
     ctx.receiver.fallback = 503;
+    const outcomes = { ...ctx.services.webhookDeliverer.outcomes };
     try {
       const firstFailure = ctx.clock();
       await ctx.services.licenses.create(principal, { productId, type: 'perpetual', maxDevices: 1 });
@@ -148,6 +149,8 @@ forEachStore('webhook delivery through the outbox', (kind: StoreKind) => {
       const [d] = await deliveryRows(e.id);
       expect(d).toMatchObject({ status: 'failed', nextAttemptAt: null });
       expect(d!.log.every((a) => a.statusCode === 503)).toBe(true);
+      // Counted for /metrics: every attempt but the last retrying, the last failed for good.
+      expect(ctx.services.webhookDeliverer.outcomes).toEqual({ ...outcomes, retrying: outcomes.retrying + d!.log.length - 1, failed: outcomes.failed + 1 });
       const mail = await ctx.mail.waitFor(accountEmail, 'webhook_disabled');
       expect(mail.text).toContain(ctx.receiver.url);
       expect(mail.text).toContain(e.id);

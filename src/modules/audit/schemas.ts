@@ -22,7 +22,7 @@ const ActorBody = Type.Object(
 export const AuditPageBody = Type.Object({
   data: Type.Array(
     Type.Object({
-      type: Type.String({ enum: ['license.created', 'license.updated', 'license.revoked', 'license.deleted', 'device.activated', 'device.removed', 'devices.reset'] }),
+      type: Type.String({ enum: ['license.created', 'license.updated', 'license.revoked', 'license.deleted', 'device.activated', 'device.updated', 'device.removed', 'devices.reset'] }),
       actor: ActorBody,
       changes: Nullable(Type.Object({}, { additionalProperties: true, description: 'Fields changed as {field: {from, to}}; {device} or {devices} for device events; null on delete.' })),
       createdAt: Timestamp,

@@ -13,6 +13,7 @@ export type AuditType =
   | 'license.revoked'
   | 'license.deleted'
   | 'device.activated'
+  | 'device.updated'
   | 'device.removed'
   | 'devices.reset';
 
@@ -86,6 +87,8 @@ function entryOf(event: DomainEvent): Pick<AuditEntry, 'type' | 'changes'> | nul
     case 'device.activated':
     case 'device.removed':
       return { type: event.type, changes: { device: deviceFields(event.device) } };
+    case 'device.updated':
+      return { type: event.type, changes: { device: deviceFields(event.device), ...event.changes } };
     case 'devices.reset':
       return { type: event.type, changes: { devices: event.devices.map(deviceFields) } };
     default:

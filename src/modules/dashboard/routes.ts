@@ -18,12 +18,24 @@ import { SCREENS } from './screens.ts';
 import { dashboardPrincipal, type SignedIn } from './service.ts';
 import { emptyForm, NAV } from './views.ts';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route takes a multipart/form-data upload (a dashboard form with a file). */
+    multipart?: boolean;
+  }
+}
+
 export interface DashboardLimits {
   enabled: boolean;
   /** Every dashboard page, per client address and minute. */
   perClientPerMinute: number;
-  /** Log-in and reset requests per 15 minutes, per e-mail address and per client address. */
+  /**
+   * Log-in and reset requests per 15 minutes: per (e-mail address, client address), so a stranger
+   * spends their own quota and never the owner's; per e-mail address from all clients together (a
+   * high cap against guessing from many addresses); and per client address.
+   */
   loginsPerAddress: number;
+  loginsAllClientsPerAddress: number;
   loginsPerClient: number;
 }
 
@@ -77,7 +89,14 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
               ? messagePage({ title: 'Something went wrong', text: 'We could not complete that. Please try again in a moment.', action: { text: 'Back to the dashboard', href: '/dashboard' } })
               : messagePage({ title: 'That did not work', text: 'The request was not understood. Go back and try again.', action: { text: 'Back to the dashboard', href: '/dashboard' } }),
   });
-  await app.register(multipart, { limits: { fileSize: IMAGE_MAX_BYTES, files: 1, fields: 4, fieldSize: 512, parts: 5 } });
+  // Multipart bodies are parsed before any handler, fields and file alike (the file as a Buffer, at
+  // most 1 MiB), so the CSRF check below reads a multipart form's token as it reads any form's. Only
+  // a route that takes an upload (`config.multipart`) accepts one: anywhere else it is a 415 before
+  // its parts are read.
+  await app.register(multipart, { attachFieldsToBody: 'keyValues', limits: { fileSize: IMAGE_MAX_BYTES, files: 1, fields: 4, fieldSize: 512, parts: 5 } });
+  app.addHook('onRequest', async (req) => {
+    if (req.routeOptions.config.multipart !== true && /^\s*multipart\//i.test(req.headers['content-type'] ?? '')) throw new AppError('unsupported_media_type', 'This form takes no upload.');
+  });
 
   const csrfCookie = new CsrfCookie(csrf, CSRF_COOKIE, { path: '/dashboard', secure: secureCookies });
   const sessionCookie = (value: string, maxAge: number) => cookie(SESSION_COOKIE, value, { path: '/dashboard', secure: secureCookies, maxAge });
@@ -87,17 +106,19 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
   type LimitConfig = { rateLimit: { max: number; timeWindow: number } };
   const pageLimit = (limits.enabled ? { rateLimit: { max: limits.perClientPerMinute, timeWindow: MINUTE } } : {}) as LimitConfig;
   const loginWindow = 15 * MINUTE;
-  // Two counters on the sign-in forms, both kept by @fastify/rate-limit (so in Redis when it is).
+  // Three counters on the sign-in forms, all kept by @fastify/rate-limit (so in Redis when it is).
   // Per client: the route's limit, on the request.
   const loginLimit = (limits.enabled ? { rateLimit: { max: limits.loginsPerClient, timeWindow: loginWindow } } : {}) as LimitConfig;
   // Per address: asked once the body is parsed, through createRateLimit (the plugin's store), since
-  // the plugin runs only one route limit per request.
+  // the plugin runs only one route limit per request. Counted per (address, client), as the portal's
+  // links are: a stranger's wrong passwords use up the stranger's quota, and the operator, from their
+  // own client, still gets in; the all-clients cap, far higher, bounds guessing from many clients.
+  const addressOf = (req: FastifyRequest) => normalizeEmail(String((req.body as FormBody | undefined)?.email ?? ''));
   const perAddress = limits.enabled
-    ? app.createRateLimit({
-        max: limits.loginsPerAddress,
-        timeWindow: loginWindow,
-        keyGenerator: (req) => `dashboard-login:${normalizeEmail(String((req.body as FormBody | undefined)?.email ?? ''))}`,
-      })
+    ? app.createRateLimit({ max: limits.loginsPerAddress, timeWindow: loginWindow, keyGenerator: (req) => `dashboard-login:${addressOf(req)}|${req.ip}` })
+    : undefined;
+  const perAddressAllClients = limits.enabled
+    ? app.createRateLimit({ max: limits.loginsAllClientsPerAddress, timeWindow: loginWindow, keyGenerator: (req) => `dashboard-login:${addressOf(req)}` })
     : undefined;
   // The account page's forms check the password too: per account, with log-in's per-address size,
   // so a stolen session cookie cannot guess the password at the page limit's pace.
@@ -114,7 +135,12 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
       .header('retry-after', String(result.ttlInSeconds));
     throw new AppError('rate_limited', message);
   };
-  const addressLimit = counted(perAddress, 'Too many attempts for this address.');
+  const ownQuota = counted(perAddress, 'Too many attempts for this address from this client.');
+  const allClientsQuota = counted(perAddressAllClients, 'Too many attempts for this address.');
+  const addressLimit = async (req: FastifyRequest, reply: FastifyReply) => {
+    await ownQuota(req, reply);
+    await allClientsQuota(req, reply);
+  };
   const passwordLimit = counted(perAccount, 'Too many password attempts for this account.');
 
   const refused = (reply: FastifyReply, back: string) =>
@@ -285,13 +311,12 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
         viewer: { email: current.account.email, csrf: csrfCookie.token(req, reply, current.session.id) },
       };
     });
-    // Every urlencoded POST carries the token bound to this session; multipart forms check theirs in the handler.
+    // Every request that may change something carries the token bound to this session, whatever its
+    // body's type (urlencoded, multipart, JSON); without one the handler never runs.
     signedIn.addHook('preHandler', async (req, reply) => {
-      if (req.method !== 'POST' || req.isMultipart()) return;
+      if (req.method === 'GET' || req.method === 'HEAD') return;
       if (!csrfCookie.verify(req, form(req).csrf, req.dashboard.session.id)) return refused(reply, req.url);
     });
-    const verifyCsrf = (req: FastifyRequest, token: unknown) => csrfCookie.verify(req, token, req.dashboard.session.id);
-    const refuse = (reply: FastifyReply) => refused(reply, '/dashboard');
-    for (const screen of SCREENS) await signedIn.register(screen.routes, { services, verifyCsrf, refuse, setSession, passwordLimit });
+    for (const screen of SCREENS) await signedIn.register(screen.routes, { services, setSession, passwordLimit });
   });
 };

@@ -24,10 +24,6 @@ declare module 'fastify' {
 
 export interface ScreenOptions {
   services: Services;
-  /** Checks a multipart form's CSRF token (urlencoded forms are checked before any handler runs). */
-  verifyCsrf: (req: FastifyRequest, token: unknown) => boolean;
-  /** The 403 page of a form whose CSRF token is missing or wrong. */
-  refuse: (reply: FastifyReply) => FastifyReply;
   /** Puts a new session in this browser's cookie (after a password change). */
   setSession: (reply: FastifyReply, signedIn: SignedIn) => FastifyReply;
   /** preHandler of a form that checks the account's password: counts the attempt, 429 past the limit. */

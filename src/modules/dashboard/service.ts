@@ -55,7 +55,7 @@ export interface DashboardRepository {
   findEmailChangeOf(accountId: string, now: number): Promise<EmailChange | undefined>;
   /** Consumes a live confirmation link, as takeReset does. */
   takeEmailChange(unit: Unit, tokenHash: string, now: number): Promise<EmailChange | undefined>;
-  /** Drops the account's reset links and pending e-mail changes (they went to, or were asked from, the old address). */
+  /** Drops the account's reset links and pending e-mail changes (on a new address or a new password). */
   deleteLinksOf(unit: Unit, accountId: string): Promise<void>;
 }
 
@@ -130,8 +130,7 @@ export class DashboardAuthService {
     const passwordHash = await this.accounts.hashNewPassword(next, 'newPassword');
     const signedIn = this.newSession(accountId);
     await this.units.run(async (unit) => {
-      await this.accounts.setPassword(unit, accountId, passwordHash);
-      await this.repo.deleteSessionsOf(unit, accountId, this.clock() - SESSION_IDLE_MS);
+      await this.newPassword(unit, accountId, passwordHash);
       await this.repo.insertSession(unit, hashToken(signedIn.token), signedIn.session);
     });
     return signedIn;
@@ -165,10 +164,20 @@ export class DashboardAuthService {
     return this.units.run(async (unit) => {
       const accountId = await this.repo.takeReset(unit, hashToken(token), now);
       if (!accountId) return false;
-      await this.accounts.setPassword(unit, accountId, passwordHash);
-      await this.repo.deleteSessionsOf(unit, accountId, now - SESSION_IDLE_MS);
+      await this.newPassword(unit, accountId, passwordHash);
       return true;
     });
+  }
+
+  /**
+   * A new password ends everything the old one may have started: every session, and every pending
+   * link of the account (reset links, an e-mail change waiting for its confirmation). Whoever knew
+   * the old password and asked to move the account to their own address loses that move.
+   */
+  private async newPassword(unit: Unit, accountId: string, passwordHash: string): Promise<void> {
+    await this.accounts.setPassword(unit, accountId, passwordHash);
+    await this.repo.deleteSessionsOf(unit, accountId, this.clock() - SESSION_IDLE_MS);
+    await this.repo.deleteLinksOf(unit, accountId);
   }
 
   /**

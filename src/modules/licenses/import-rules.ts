@@ -1,6 +1,7 @@
 import { invalidRequest } from '../../core/errors.ts';
 import { isValidEmail } from '../../core/email.ts';
 import { normalizeLicenseKey } from '../../core/license-key.ts';
+import { ILL_FORMED, illFormedPath } from '../../core/text.ts';
 import { parseTimestamp } from '../../core/time.ts';
 import { DEVICE_IDENTIFIER_MAX, DEVICE_NAME_MAX, MAX_DEVICES_MAX } from './limits.ts';
 import type { Device, License, LicenseType } from './types.ts';
@@ -46,11 +47,14 @@ function pastTimestamp(value: unknown, path: string, now: number): number {
 
 /**
  * The rules an imported license must meet, the same as a created one's (decisions.md) plus its
- * own: a key in the hosted format, a past creation date, devices unique by identifier with
- * identifiers and names of the activation's lengths. Returns the license to store; throws a 400
+ * own: well-formed text throughout, a key in the hosted format, a past creation date, devices
+ * unique by identifier with identifiers and names of the activation's lengths. Returns the license to store; throws a 400
  * naming the field. A license may hold more devices than maxDevices (as after lowering it).
  */
 export function importedLicense(input: ImportLicenseInput, accountId: string, now: number, resolveExpiry: (type: LicenseType, expiresAt: string | null | undefined) => number | null): License {
+  // The API's rule for every text it stores (a JSON file carries "\ud800" as the API's bodies do).
+  const illFormed = illFormedPath(input, '');
+  if (illFormed !== undefined) throw invalidRequest(illFormed, ILL_FORMED);
   const key = normalizeLicenseKey(optionalString(input.key, 'key') ?? '');
   if (!IMPORTED_KEY.test(key)) throw invalidRequest('key', 'must be five groups of five letters or digits, e.g. K7QPM-2XHDA-9RTWC-B4NZE-6FJUV');
   const productId = optionalString(input.productId, 'productId')?.trim();

@@ -452,11 +452,16 @@ export class LicenseService {
         { productIds, needsSlot: true, now },
       );
       if (!verdict.ok) throw failureError(verdict.failure);
-      // An active device re-activating keeps its slot and activation date; only its name changes.
+      // An active device re-activating keeps its slot and activation date; only its name changes,
+      // and only a change of name is an event (re-activations with the same name are frequent).
       let active: Device;
       if (existing) {
         active = { ...existing, name: device.name };
-        if (existing.name !== device.name) await this.repo.renameDevice(unit, key, device.identifier, device.name);
+        if (existing.name !== device.name) {
+          await this.repo.renameDevice(unit, key, device.identifier, device.name);
+          const changes = { name: { from: existing.name, to: device.name } };
+          await unit.emit({ type: 'device.updated', actor, occurredAt: now, license: snapshot(verdict.license), device: deviceSnapshot(active), changes });
+        }
       } else {
         active = { ...device, activationDate: now, activation: { id: timeOrderedId(now), actor, name: device.name } };
         await this.repo.addDevice(unit, key, active);

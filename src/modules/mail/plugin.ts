@@ -13,21 +13,31 @@ export interface MailOptions {
 }
 
 /**
- * The outbox worker lives and dies with the app: started when it is ready, stopped (batch
- * finished) on close. It sends e-mail through the configured transport and works the other job
- * kinds the services registered (event consumers).
+ * The outbox workers live and die with the app: started when it is ready, stopped (batch finished)
+ * on close. One worker per lane (JobConsumer.lane): e-mail through the configured transport in its
+ * own, the other job kinds the services registered (webhook deliveries, event consumers) in the
+ * default one, which also runs the hourly housekeeping. Each has OUTBOX_CONCURRENCY slots.
  */
 export function registerOutboxWorker(
   app: FastifyInstance,
   services: { outbox: Outbox; jobConsumers: Record<string, JobConsumer>; housekeeping?: readonly Housekeeping[]; clock: () => number },
   config: Config,
   options: MailOptions = {},
-): OutboxWorker {
+): OutboxWorker[] {
   const transport = options.transport ?? createMailTransport({ smtpUrl: config.smtpUrl, mailFrom: config.mailFrom, dataDir: config.dataDir }, app.log);
   const consumers = { ...services.jobConsumers, [MAIL_JOB]: mailConsumer(transport) };
-  const settings = { ...DEFAULT_WORKER_SETTINGS, concurrency: config.outboxConcurrency, ...options.worker };
-  const worker = new OutboxWorker(services.outbox, consumers, app.log, settings, services.clock, services.housekeeping);
-  app.addHook('onReady', async () => worker.start());
-  app.addHook('onClose', async () => worker.stop());
-  return worker;
+  const settings = { ...DEFAULT_WORKER_SETTINGS, concurrency: config.outboxConcurrency, caps: config.outboxCaps, ...options.worker };
+  const lanes = new Map<string, Record<string, JobConsumer>>();
+  for (const [kind, consumer] of Object.entries(consumers)) {
+    const lane = consumer.lane ?? DEFAULT_LANE;
+    lanes.set(lane, { ...lanes.get(lane), [kind]: consumer });
+  }
+  const workers = [...lanes].map(
+    ([lane, own]) => new OutboxWorker(services.outbox, own, app.log, settings, services.clock, lane === DEFAULT_LANE ? services.housekeeping : []),
+  );
+  app.addHook('onReady', async () => workers.forEach((w) => w.start()));
+  app.addHook('onClose', async () => void (await Promise.all(workers.map((w) => w.stop()))));
+  return workers;
 }
+
+const DEFAULT_LANE = 'default';

@@ -21,6 +21,8 @@ export class MailQueue {
 export function mailConsumer(transport: MailTransport): JobConsumer {
   return {
     description: transport.description,
+    // Its own worker: no backlog of another kind (webhooks to endpoints that never answer) delays an e-mail.
+    lane: 'mail',
     concurrency: SENDS_AT_ONCE,
     handle: (job) => transport.send({ ...(job.payload as OutgoingMail), id: job.id, attempts: job.attempts, createdAt: job.createdAt }),
     close: () => transport.close(),

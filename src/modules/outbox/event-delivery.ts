@@ -1,4 +1,4 @@
-import type { DomainEvent, DomainEventType } from '../../core/events.ts';
+import { type DomainEvent, type DomainEventType, eventAccountId } from '../../core/events.ts';
 import type { EventBus } from '../../core/unit-of-work.ts';
 import type { Job, Outbox } from './outbox.ts';
 import type { JobConsumer } from './worker.ts';
@@ -25,7 +25,7 @@ export function deliverEvents(bus: EventBus, outbox: Outbox, jobConsumers: Recor
   if (jobConsumers[kind]) throw new Error(`An event consumer named ${consumer.name} is registered already`);
   const takes = consumer.types === '*' ? () => true : (type: DomainEventType) => (consumer.types as readonly DomainEventType[]).includes(type);
   bus.subscribe(async (event, unit) => {
-    if (takes(event.type)) await outbox.enqueue(unit, kind, event);
+    if (takes(event.type)) await outbox.enqueue(unit, kind, event, { accountId: eventAccountId(event) });
   });
   jobConsumers[kind] = { description: consumer.description, handle: (job) => consumer.handle(job.payload as DomainEvent, job) };
 }

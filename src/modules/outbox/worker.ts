@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Job, Outbox } from './outbox.ts';
+import type { ClaimCaps, Job, Outbox } from './outbox.ts';
 
 /** Does one kind of job; throws to have it retried (or dead after the last attempt). */
 export interface JobConsumer {
@@ -25,6 +25,12 @@ export interface JobConsumer {
    * requests the process serves meanwhile.
    */
   readonly concurrency?: number;
+  /**
+   * The worker (lane) that works this kind: kinds of one lane share its slots, kinds of another
+   * never wait for them (e-mail has its own, so a backlog of webhooks never holds a purchase e-mail
+   * back). Unset: the default lane. registerOutboxWorker starts one worker per lane.
+   */
+  readonly lane?: string;
   /** Releases what the consumer holds (connections) when the worker stops. */
   close?(): void;
 }
@@ -47,6 +53,12 @@ export interface WorkerSettings {
   batchSize: number;
   /** Jobs in hand at once: a slow consumer holds one slot, not the whole worker. */
   concurrency: number;
+  /**
+   * Jobs in flight at once per account and per target (a webhook endpoint), across every worker on
+   * the store (ClaimCaps): one tenant's backlog, or an endpoint that never answers, takes at most
+   * these many slots, and the others go to everyone else's jobs.
+   */
+  caps: ClaimCaps;
   /** After this many attempts a job is dead. */
   maxAttempts: number;
   /** First retry delay (ms); each further attempt doubles it, up to maxRetryDelayMs. */
@@ -62,6 +74,7 @@ export const DEFAULT_WORKER_SETTINGS: WorkerSettings = {
   leaseMs: 5 * 60_000,
   batchSize: 50,
   concurrency: 64,
+  caps: { perAccount: 32, perTarget: 16 },
   maxAttempts: 10,
   retryBaseMs: 30_000,
   maxRetryDelayMs: 60 * 60_000,
@@ -136,7 +149,10 @@ export class OutboxWorker {
     if (this.started) return;
     this.started = true;
     this.stopping = false;
-    this.unsubscribe = this.outbox.onQueued(() => this.wakeSoon());
+    // Each lane's worker wakes for its own kinds: a webhook queued wakes no e-mail worker.
+    this.unsubscribe = this.outbox.onQueued((kind) => {
+      if (this.kinds.includes(kind)) this.wakeSoon();
+    });
     const consumers = Object.fromEntries(Object.entries(this.consumers).map(([kind, c]) => [kind, c.description]));
     this.log.info({ consumers }, 'outbox worker started');
     this.wake();
@@ -213,7 +229,7 @@ export class OutboxWorker {
         continue;
       }
       waitedSince = 0;
-      const batch = (await this.outbox.hasDue(this.kinds, this.clock())) ? await this.outbox.claim(this.id, this.kinds, leaseMs, Math.min(batchSize, free), this.leaseByKind) : [];
+      const batch = (await this.outbox.hasDue(this.kinds, this.clock())) ? await this.outbox.claim(this.id, this.kinds, leaseMs, Math.min(batchSize, free), this.leaseByKind, this.settings.caps) : [];
       for (const job of batch) {
         const done: Promise<void> = this.work(job).finally(() => inHand.delete(done));
         inHand.add(done);
@@ -221,20 +237,31 @@ export class OutboxWorker {
       attempted += batch.length;
       if (batch.length === Math.min(batchSize, free)) continue; // more may be due
       if (inHand.size === 0) break; // nothing due (or another process took it) and nothing in hand
-      await this.nextSlotOrJob(inHand, this.settings.pollMs);
+      // Short: nothing more is due, or the rest is held back by the caps (a flood, one busy endpoint).
+      // The next claim waits for a batch's worth of finished jobs, not the first: a claim is a write,
+      // and one per finished job is what a capped endpoint's deliveries would otherwise cost.
+      await this.nextSlotOrJob(inHand, this.settings.pollMs, refillAt);
     }
     await Promise.all(inHand);
     await this.purgeOccasionally();
     return attempted;
   }
 
-  /** Waits until a job in hand finishes, a job is queued in this process, or a poll interval passes. */
-  private async nextSlotOrJob(inHand: Set<Promise<void>>, timeoutMs: number): Promise<void> {
+  /**
+   * Waits until `finishes` of the jobs in hand (all of them, if fewer) have finished, a job is queued
+   * in this process, or a poll interval passes.
+   */
+  private async nextSlotOrJob(inHand: Set<Promise<void>>, timeoutMs: number, finishes = 1): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     await new Promise<void>((resolve) => {
       this.kick = resolve;
       timer = setTimeout(resolve, timeoutMs);
-      void Promise.race(inHand).then(resolve, resolve);
+      if (finishes <= 1) return void Promise.race(inHand).then(resolve, resolve);
+      let left = Math.min(finishes, inHand.size);
+      const one = () => {
+        if (--left === 0) resolve();
+      };
+      for (const job of inHand) void job.then(one, one);
     });
     clearTimeout(timer);
     this.kick = undefined;
@@ -292,7 +319,7 @@ export class OutboxWorker {
     const now = this.clock();
     if (now - this.lastPurge < PURGE_EVERY_MS) return;
     this.lastPurge = now;
-    await this.outbox.purgeDone(now - this.settings.keepDoneMs);
+    await this.outbox.purgeDone(now - this.settings.keepDoneMs, this.kinds);
     for (const task of this.housekeeping) {
       await task(now).catch((err) => this.log.error({ err }, 'outbox housekeeping failed; retrying in an hour'));
     }

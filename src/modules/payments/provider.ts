@@ -30,8 +30,19 @@ export interface ReversedPayment {
   reason: 'refunded' | 'disputed';
 }
 
+/**
+ * A notification with nothing to do: another event type, or (`malformed`) a correctly signed event of
+ * a handled type that lacks what it needs. Both answer 200, so the provider stops sending it; a
+ * malformed one is logged as a warning (retrying it would never make it readable).
+ */
+export interface IgnoredNotification {
+  kind: 'ignored';
+  type: string;
+  malformed?: string;
+}
+
 /** A verified notification, in the provider-neutral terms the fulfilment rules use. */
-export type Notification = PaidPurchase | ReversedPayment | { kind: 'ignored'; type: string };
+export type Notification = PaidPurchase | ReversedPayment | IgnoredNotification;
 
 export interface LineItem {
   id: string;

@@ -184,7 +184,8 @@ export const paymentWebhookRoutes: FastifyPluginAsyncTypebox<{ payments: Payment
         tags,
         operationId: 'receive-stripe-webhook',
         summary: "Stripe's events (registered at Stripe on connect)",
-        description: 'Verified with the Stripe-Signature header (300 s tolerance). 400 invalid_signature when it is missing or wrong; 404 for an unknown connection; 500 on failure, so Stripe retries.',
+        description:
+          'Verified with the Stripe-Signature header (300 s tolerance). 400 invalid_signature when it is missing or wrong; 400 invalid_request for a body that is no event; 404 for an unknown connection; 500 on failure, so Stripe retries. A handled event whose object lacks what it needs is answered 200 and ignored (logged).',
         params: WebhookParams,
         body: Type.Unsafe<Buffer>({ description: 'The event exactly as Stripe sent it.' }),
         response: { 200: Type.Object({ received: Type.Boolean() }), ...errorResponses(400, 404, 413, 429, 500) },
@@ -195,7 +196,9 @@ export const paymentWebhookRoutes: FastifyPluginAsyncTypebox<{ payments: Payment
       const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const signature = req.headers['stripe-signature'];
       const outcome = await payments.handleNotification(STRIPE, req.params.connectionId, body, Array.isArray(signature) ? signature[0] : signature);
-      req.log.info({ connectionId: req.params.connectionId, outcome: outcome.outcome }, 'stripe event handled');
+      if (outcome.outcome === 'ignored' && outcome.malformed !== undefined) {
+        req.log.warn({ connectionId: req.params.connectionId, type: outcome.type, malformed: outcome.malformed }, 'stripe event malformed: ignored');
+      } else req.log.info({ connectionId: req.params.connectionId, outcome: outcome.outcome }, 'stripe event handled');
       return { received: true };
     },
   );

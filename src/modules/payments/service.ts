@@ -24,7 +24,7 @@ export type NotificationOutcome =
   | { outcome: 'fulfilled' | 'unmapped'; purchase: Purchase }
   | { outcome: 'duplicate' }
   | { outcome: 'reversed'; purchases: Purchase[] }
-  | { outcome: 'ignored'; type: string };
+  | { outcome: 'ignored'; type: string; malformed?: string };
 
 export const PURCHASE_LIMIT_DEFAULT = 50;
 export const PURCHASE_LIMIT_MAX = 100;
@@ -270,7 +270,7 @@ export class PaymentService {
     const principal: Principal = { accountId: connection.accountId, actor: { type: 'provider', provider: providerName } };
     switch (notification.kind) {
       case 'ignored':
-        return { outcome: 'ignored', type: notification.type };
+        return notification.malformed === undefined ? { outcome: 'ignored', type: notification.type } : { outcome: 'ignored', type: notification.type, malformed: notification.malformed };
       case 'reversed':
         return this.reverse(principal, providerName, notification);
       case 'paid': {

@@ -20,6 +20,47 @@ export interface StripeOptions {
 const idOf = (value: unknown): string | null =>
   typeof value === 'string' ? value : value && typeof value === 'object' && typeof (value as { id?: unknown }).id === 'string' ? (value as { id: string }).id : null;
 
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const absentOr = (test: (value: unknown) => boolean) => (value: unknown) => value === undefined || value === null || test(value);
+const isString = (value: unknown) => typeof value === 'string';
+/** An id, or an expanded object with one. */
+const optionalId = absentOr((value) => idOf(value) !== null);
+
+/** A field of an event's object, what it must be, and what is said when it is not. */
+type FieldRule = readonly [field: string, ok: (value: unknown) => boolean, must: string];
+
+/**
+ * What each handled event reads from its object, checked before it is read: a correctly signed
+ * event that lacks it (a test sent by hand, an API version that changed a field) is ignored and
+ * logged. Failing on it instead would answer 500, and Stripe would retry it for days.
+ */
+const SESSION_RULES: readonly FieldRule[] = [
+  ['id', isString, 'a string'],
+  ['payment_status', isString, 'a string'],
+  ['customer_details', absentOr((d) => isRecord(d) && absentOr(isString)(d.email)), 'an object whose email is a string'],
+  ['customer_email', absentOr(isString), 'a string'],
+  ['amount_total', absentOr(Number.isSafeInteger), 'an integer'],
+  ['currency', absentOr(isString), 'a string'],
+  ['payment_intent', optionalId, 'an id'],
+  ['invoice', optionalId, 'an id'],
+];
+const OBJECT_RULES: Record<(typeof STRIPE_EVENTS)[number], readonly FieldRule[]> = {
+  'checkout.session.completed': SESSION_RULES,
+  'checkout.session.async_payment_succeeded': SESSION_RULES,
+  'charge.refunded': [
+    ['refunded', (value) => typeof value === 'boolean', 'true or false'],
+    ['payment_intent', optionalId, 'an id'],
+  ],
+  'charge.dispute.created': [['payment_intent', optionalId, 'an id']],
+};
+
+/** Why an event's object cannot be read, or undefined when it can (or its type is not handled). */
+function malformed(type: string, object: Record<string, unknown>): string | undefined {
+  const rules = (OBJECT_RULES as Record<string, readonly FieldRule[] | undefined>)[type] ?? [];
+  const broken = rules.find(([field, ok]) => !ok(object[field]));
+  return broken && `${broken[0]} must be ${broken[2]}`;
+}
+
 /** Stripe's answer as the service's error model: a refused key, the provider failing, or a bug. */
 function translate(error: unknown): never {
   if (error instanceof Stripe.errors.StripeAuthenticationError || error instanceof Stripe.errors.StripePermissionError) {
@@ -114,6 +155,13 @@ export class StripeProvider implements PaymentProvider {
       if (error instanceof Stripe.errors.StripeSignatureVerificationError) throw new AppError('invalid_signature', `The Stripe-Signature does not verify: ${error.message}`);
       throw new AppError('invalid_request', 'The event is not valid JSON.');
     }
+    // Signed, but is it an event at all? (The package parses any JSON: `null`, a list, `{}`.)
+    const shape: unknown = event;
+    if (!isRecord(shape) || typeof shape.type !== 'string' || !isRecord(shape.data) || !isRecord(shape.data.object)) {
+      throw new AppError('invalid_request', 'The body is not a Stripe event: an object with a type and data.object.');
+    }
+    const broken = malformed(event.type, shape.data.object);
+    if (broken !== undefined) return { kind: 'ignored', type: `${event.type} (malformed: ${broken})`, malformed: broken };
     switch (event.type) {
       case 'checkout.session.completed':
       case 'checkout.session.async_payment_succeeded': {

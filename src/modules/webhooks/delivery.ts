@@ -42,8 +42,13 @@ export function webhookRetryAt(job: Pick<Job, 'id' | 'attempts'>, now: number): 
  * answer or no answer throws, so the outbox retries on the schedule above; an endpoint failing
  * for 24 hours is disabled in that same unit, with an e-mail to the account queued with it.
  */
+/** What an attempt came to: sent; failed, retried later; failed for good (its last attempt, or its endpoint disabled). */
+export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed';
+
 export class WebhookDeliverer implements JobConsumer {
   readonly description = 'operator webhooks';
+  /** Attempts by outcome since the process started (GET /metrics). */
+  readonly outcomes: Record<AttemptOutcome, number> = { succeeded: 0, retrying: 0, failed: 0 };
   /** An attempt is over within its timeouts: a crashed worker's deliveries are retried soon after. */
   readonly leaseMs: number;
 
@@ -73,6 +78,7 @@ export class WebhookDeliverer implements JobConsumer {
         await this.repo.recordAttempt(unit, endpointDisabled(deliveryId, this.clock()));
         await this.outbox.complete(job.id, job.claimedBy, unit);
       });
+      this.outcomes.failed++;
       return 'completed';
     }
     const attemptedAt = this.clock();
@@ -101,6 +107,7 @@ export class WebhookDeliverer implements JobConsumer {
       if (success || disabled) await this.outbox.complete(job.id, job.claimedBy, unit);
       return disabled;
     });
+    this.outcomes[success ? 'succeeded' : disabled || retryAt === null ? 'failed' : 'retrying']++;
     if (!success && !disabled) throw new Error(`webhook ${deliveryId} to ${new URL(target.url).host}: ${error}`);
     return 'completed';
   }

@@ -59,6 +59,9 @@ export async function webhookBody(event: DomainEvent, eventId: string, devicesOf
     case 'device.removed':
       data = { license: await licenseData(event.license, devicesOf), device: deviceView(event.device) };
       break;
+    case 'device.updated':
+      data = { license: await licenseData(event.license, devicesOf), device: deviceView(event.device), changes: event.changes };
+      break;
     case 'devices.reset':
       data = {
         license: await licenseData(event.license, devicesOf),

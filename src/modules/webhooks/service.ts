@@ -162,7 +162,8 @@ export class WebhookService {
 
   private async queue(unit: Unit, deliveries: NewDelivery[]): Promise<void> {
     await this.repo.insertDeliveries(unit, deliveries);
-    for (const d of deliveries) await this.outbox.enqueue(unit, WEBHOOK_JOB, { deliveryId: d.id });
+    // Owned by the account and the endpoint: the outbox caps the attempts in flight of each (fairness).
+    for (const d of deliveries) await this.outbox.enqueue(unit, WEBHOOK_JOB, { deliveryId: d.id }, { accountId: d.accountId, target: d.endpointId });
   }
 
   /** http(s) only, no credentials, a host that resolves, and (unless WEBHOOK_ALLOW_PRIVATE) to public addresses only. */
@@ -182,6 +183,11 @@ export class WebhookService {
       throw invalidRequest('url', `the host ${url.hostname} could not be resolved`);
     }
     return url.toString();
+  }
+
+  /** Deliveries waiting to be sent (a first attempt or a retry), and when the oldest was queued (metrics). */
+  backlog(): Promise<{ count: number; oldestCreatedAt: number | null }> {
+    return this.outbox.pending(WEBHOOK_JOB);
   }
 
   /** Deliveries (and their attempts) are kept this long, then purged by the worker. */

@@ -14,6 +14,7 @@ import * as m012EmailChanges from './012_email_changes.ts';
 import * as m013DeviceActivations from './013_device_activations.ts';
 import * as m014LicenseChangeFeed from './014_license_change_feed.ts';
 import * as m015AccountId from './015_account_id.ts';
+import * as m016OutboxFairness from './016_outbox_fairness.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -36,6 +37,7 @@ export const migrations: Record<string, Migration> = {
   '013_device_activations': m013DeviceActivations,
   '014_license_change_feed': m014LicenseChangeFeed,
   '015_account_id': m015AccountId,
+  '016_outbox_fairness': m016OutboxFairness,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

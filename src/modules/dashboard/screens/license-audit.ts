@@ -13,6 +13,7 @@ const TYPE_LABEL: Record<AuditEntry['type'], string> = {
   'license.revoked': 'Revoked',
   'license.deleted': 'Deleted',
   'device.activated': 'Device activated',
+  'device.updated': 'Device renamed',
   'device.removed': 'Device removed',
   'devices.reset': 'Devices reset',
 };
@@ -44,6 +45,10 @@ const deviceText = (d: unknown) => {
 function changesOf(e: AuditEntry): SafeHtml | string {
   const c = e.changes;
   if (!c) return '—';
+  if (e.type === 'device.updated') {
+    const { from, to } = (c.name ?? {}) as { from?: unknown; to?: unknown };
+    return `${valueText(from)} → ${deviceText({ ...(c.device as object), name: valueText(to) })}`;
+  }
   if ('device' in c) return deviceText(c.device);
   if ('devices' in c) return (c.devices as unknown[]).map(deviceText).join(', ') || 'No device';
   return html`${Object.entries(c).map(([field, change]) => {

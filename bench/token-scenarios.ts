@@ -45,6 +45,7 @@ export const tokenScenarios: Scenario[] = [
   {
     // Refresh for a random license and its active device: every seeded license/device pair is in play.
     name: 'token refresh',
+    cached: true,
     prepare: enableTokens,
     request: ({ fixture: { keys, productId } }) => ({
       method: 'POST',

@@ -36,7 +36,8 @@ export class PostgresChangeFeed implements ChangeFeed {
   }
 
   private async open(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.connectionString });
+    // Named, so an operator can tell it apart in pg_stat_activity.
+    const client = new pg.Client({ connectionString: this.connectionString, application_name: 'tessera change feed' });
     client.on('notification', (message) => {
       if (message.channel !== LICENSE_CHANNEL) return;
       const key = message.payload ?? EVERYTHING;

@@ -41,7 +41,7 @@ forEachStore('validation cache', (kind) => {
   const cacheOf = (services: ReturnType<typeof createServices>) =>
     (services.licenses as unknown as { repo: SqlLicenseRepository }).repo.validationCache!;
   const live = async (store: Store) => {
-    for (let i = 0; i < 200 && !store.changes!.live; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 1000 && !store.changes!.live; i++) await new Promise((r) => setTimeout(r, 10));
     expect(store.changes!.live).toBe(true);
   };
 
@@ -128,7 +128,7 @@ forEachStore('validation cache', (kind) => {
     // Cut the other process's listening connection, then revoke while it is down.
     const client = new pg.Client({ connectionString: ctx.database.env.DATABASE_URL });
     await client.connect();
-    await client.query(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query = 'LISTEN tessera_licenses'`);
+    await client.query(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and application_name = 'tessera change feed'`);
     await client.end();
     for (let i = 0; i < 100 && other.store.changes!.live; i++) await new Promise((r) => setTimeout(r, 10));
     await call(ctx, { method: 'PATCH', url: '/api/v1/licenses', headers, json: { revoked: true } });

@@ -13,15 +13,15 @@ class FakeFeed implements ChangeFeed {
   close = async () => {};
 }
 
-const row = (key: string, name = 'Laptop', device = true): ValidationRow =>
-  ({ license: { key } as ValidationRow['license'], fallbackEnabled: false, device: device ? { identifier: 'd', name, activationDate: 0 } : null }) as ValidationRow;
+const row = (key: string, name = 'Laptop', device = true, identifier = 'd'): ValidationRow =>
+  ({ license: { key, accountId: `acc-${key.length}`, productId: 'p_1' } as ValidationRow['license'], fallbackEnabled: false, device: device ? { identifier, name, activationDate: 0 } : null }) as ValidationRow;
 
 function setup(capacity = 100) {
   const feed = new FakeFeed();
   const cache = new ValidationCache(feed, capacity);
   let loads = 0;
   let next: ValidationRow | undefined;
-  const read = (key: string, identifier = 'd') => cache.read(key, identifier, async () => (loads++, next ?? row(key)));
+  const read = (key: string, identifier = 'd') => cache.read(key, identifier, async () => (loads++, next ?? row(key, 'Laptop', true, identifier)));
   return { feed, cache, read, loads: () => loads, answer: (r: ValidationRow | undefined) => (next = r) };
 }
 
@@ -67,6 +67,18 @@ describe('ValidationCache', () => {
     await read('K4');
     expect(loads()).toBe(4);
     expect(cache.stats().entries).toBe(1);
+  });
+
+  it("keeps several devices of one license, and drops them all when the license changes", async () => {
+    const { feed, read, loads, cache } = setup();
+    for (const device of ['d1', 'd2', 'd3']) await read('K5', device);
+    for (const device of ['d1', 'd2', 'd3']) expect((await read('K5', device))!.device!.identifier).toBe(device);
+    expect(loads()).toBe(3);
+    expect(cache.stats().entries).toBe(3);
+    feed.listener.changed('K5');
+    expect(cache.stats().entries).toBe(0);
+    await read('K5', 'd2');
+    expect(loads()).toBe(4);
   });
 
   it('holds at most its capacity, dropping the license cached first', async () => {

@@ -21,10 +21,14 @@ export interface CacheCounts {
  * (docs/decisions/validation-cache.md). What the database's change feed names is dropped, and
  * nothing is trusted while the feed is down. A row read while its license changed is not kept: it
  * may predate the change. Status is computed from the row at each request (expiry stays exact).
- * Only valid answers' rows are kept (an active device), at most `capacity`, the oldest going first.
+ * Only valid answers' rows are kept (an active device), at most `capacity`, the oldest going first;
+ * about 370 bytes each (one map entry per license, ids shared).
  */
 export class ValidationCache implements ChangeListener {
-  private readonly licenses = new Map<string, Map<string, ValidationRow>>();
+  /** A license's one cached row (most licenses: one device asks), or its rows by device identifier. */
+  private readonly licenses = new Map<string, ValidationRow | Map<string, ValidationRow>>();
+  /** One copy of each account and product id held (the database gives each row its own). */
+  private readonly names = new Map<string, string>();
   private readonly flights = new Map<string, Flight>();
   private size = 0;
   readonly counts = { hits: 0, misses: 0 };
@@ -38,7 +42,8 @@ export class ValidationCache implements ChangeListener {
 
   async read(key: string, identifier: string, load: () => Promise<ValidationRow | undefined>): Promise<ValidationRow | undefined> {
     if (this.feed.live) {
-      const hit = this.licenses.get(key)?.get(identifier);
+      const held = this.licenses.get(key);
+      const hit = held instanceof Map ? held.get(identifier) : held?.device!.identifier === identifier ? held : undefined;
       if (hit) {
         this.counts.hits++;
         return hit;
@@ -58,15 +63,31 @@ export class ValidationCache implements ChangeListener {
   }
 
   private keep(key: string, identifier: string, row: ValidationRow): void {
-    let devices = this.licenses.get(key);
-    if (!devices) this.licenses.set(key, (devices = new Map()));
-    if (!devices.has(identifier)) this.size++;
-    devices.set(identifier, row);
+    const name = (id: string): string => {
+      const held = this.names.get(id);
+      if (held !== undefined) return held;
+      this.names.set(id, id);
+      return id;
+    };
+    const kept: ValidationRow = { ...row, license: { ...row.license, accountId: name(row.license.accountId), productId: name(row.license.productId) } };
+    const held = this.licenses.get(key);
+    if (held === undefined) {
+      this.licenses.set(key, kept);
+      this.size++;
+    } else if (held instanceof Map) {
+      if (!held.has(identifier)) this.size++;
+      held.set(identifier, kept);
+    } else if (held.device!.identifier === identifier) {
+      this.licenses.set(key, kept);
+    } else {
+      this.licenses.set(key, new Map([[held.device!.identifier, held], [identifier, kept]]));
+      this.size++;
+    }
     // The license cached first goes first (Map keeps insertion order).
     for (const [oldest, rows] of this.licenses) {
       if (this.size <= this.capacity) break;
       this.licenses.delete(oldest);
-      this.size -= rows.size;
+      this.size -= rows instanceof Map ? rows.size : 1;
     }
   }
 
@@ -76,7 +97,7 @@ export class ValidationCache implements ChangeListener {
     const rows = this.licenses.get(key);
     if (!rows) return;
     this.licenses.delete(key);
-    this.size -= rows.size;
+    this.size -= rows instanceof Map ? rows.size : 1;
   }
 
   reset(): void {

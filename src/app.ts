@@ -74,6 +74,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   capConnections(app, config.http.maxConnections);
+  app.decorate('serverApiRoutes', [] as string[]);
   registerErrorHandling(app);
   accessLog?.watchErrors(app);
   refuseWhileClosing(app);

@@ -6,7 +6,7 @@ import { importLicenseFile } from './modules/licenses/import-file.ts';
 import { createServices, type Services } from './services.ts';
 import { backupSqlite, restoreSqlite } from './storage/backup.ts';
 import { openStore } from './storage/index.ts';
-import { toIso, toIsoOrNull } from './core/time.ts';
+import { parseTimestamp, toIso, toIsoOrNull } from './core/time.ts';
 import { cliPrincipal } from './core/principal.ts';
 import type { Account } from './modules/accounts/service.ts';
 
@@ -14,7 +14,7 @@ const USAGE = `Usage: npm run --silent cli -- <command>
   account create --email E --password P [--plan free|plus]
   account set-plan --email E --plan free|plus
   account set-email --email E --new-email N   (at once; the old address gets a notice)
-  api-key create --email E [--name N]
+  api-key create --email E [--name N] [--scope full|read|licenses] [--expires-at DATE]
   api-key list --email E
   api-key revoke --email E --id KEY_ID
   import --email OWNER --file FILE [--format csv|json] [--dry-run]
@@ -23,7 +23,7 @@ const USAGE = `Usage: npm run --silent cli -- <command>
   restore --from FILE       replaces the SQLite store with a backup (stop the server first)
 Each command prints one JSON object on stdout. PostgreSQL: pg_dump / pg_restore (docs/operations.md).`;
 
-type Options = { email?: string; 'new-email'?: string; password?: string; plan?: string; name?: string; id?: string; file?: string; format?: string; 'dry-run'?: boolean; to?: string; from?: string };
+type Options = { email?: string; scope?: string; 'expires-at'?: string; 'new-email'?: string; password?: string; plan?: string; name?: string; id?: string; file?: string; format?: string; 'dry-run'?: boolean; to?: string; from?: string };
 
 /** A command's answer; `failed` makes the exit code 1 (the answer still goes to stdout). */
 type Answer = object & { failed?: boolean };
@@ -43,7 +43,8 @@ const commands: Record<string, (s: Services, o: Options) => Promise<Answer>> = {
   'account set-email': async (s, o) => accountAnswer(await s.dashboard.setEmail(need(o, 'email'), need(o, 'new-email'))),
   'api-key create': async (s, o) => {
     const account = await s.accounts.requireByEmail(need(o, 'email'));
-    const { key, secret } = await s.apiKeys.create(cliPrincipal(account.id), o.name);
+    const expiresAt = o['expires-at'] === undefined ? null : parseTimestamp(o['expires-at'], 'expires-at');
+    const { key, secret } = await s.apiKeys.create(cliPrincipal(account.id), o.name, { scope: o.scope, expiresAt });
     return { id: key.id, apiKey: secret };
   },
   'api-key list': async (s, o) => {
@@ -54,6 +55,8 @@ const commands: Record<string, (s: Services, o: Options) => Promise<Answer>> = {
         id: k.id,
         name: k.name,
         prefix: k.keyPrefix,
+        scope: k.scope,
+        expiresAt: toIsoOrNull(k.expiresAt),
         createdAt: toIso(k.createdAt),
         lastUsedAt: toIsoOrNull(k.lastUsedAt),
         revokedAt: toIsoOrNull(k.revokedAt),
@@ -107,6 +110,8 @@ async function main(): Promise<number> {
       password: { type: 'string' },
       plan: { type: 'string' },
       name: { type: 'string' },
+      scope: { type: 'string' },
+      'expires-at': { type: 'string' },
       id: { type: 'string' },
       file: { type: 'string' },
       format: { type: 'string' },

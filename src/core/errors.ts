@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'license_tokens_disabled'
   | 'missing_api_key'
   | 'invalid_api_key'
+  | 'insufficient_scope'
   | 'plan_required'
   | 'not_found'
   | 'product_has_licenses'
@@ -42,6 +43,7 @@ const STATUS: Record<ErrorCode, number> = {
   payments_not_connected: 400,
   missing_api_key: 401,
   invalid_api_key: 403,
+  insufficient_scope: 403,
   plan_required: 403,
   not_found: 404,
   request_timeout: 408,

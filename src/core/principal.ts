@@ -1,9 +1,13 @@
+import { type Access, type Scope, UNRESTRICTED } from './access.ts';
+
 /**
  * Who acts. Authentication yields a principal; every service call receives it, every query it
- * makes is scoped to `accountId`, and every event it causes names `actor`.
+ * makes is scoped to `accountId`, every event it causes names `actor`, and `access` says how far
+ * it reaches (core/access.ts decides, once per request, before the handler runs).
  */
 export type Actor =
   | { type: 'api_key'; apiKeyId: string }
+  /** A member signed in to the dashboard; `userId` is the member's id (the wire's name, docs/decisions/account-id.md). */
   | { type: 'dashboard_user'; userId: string }
   | { type: 'cli' }
   | { type: 'public' }
@@ -14,12 +18,20 @@ export type Actor =
 export interface Principal {
   readonly accountId: string;
   readonly actor: Actor;
+  readonly access: Access;
 }
 
 /** The public API: anyone holding a license key. */
 export const PUBLIC_ACTOR: Actor = Object.freeze({ type: 'public' });
 
-export const apiKeyPrincipal = (accountId: string, apiKeyId: string): Principal => ({ accountId, actor: { type: 'api_key', apiKeyId } });
+export const apiKeyPrincipal = (accountId: string, apiKeyId: string, scope: Scope): Principal => ({
+  accountId,
+  actor: { type: 'api_key', apiKeyId },
+  access: { type: 'scope', scope },
+});
 
-/** The operator's command line acts for the account it names. */
-export const cliPrincipal = (accountId: string): Principal => ({ accountId, actor: { type: 'cli' } });
+/** The operator's command line acts for the account it names, with no limit (whoever runs it runs the server). */
+export const cliPrincipal = (accountId: string): Principal => ({ accountId, actor: { type: 'cli' }, access: UNRESTRICTED });
+
+/** A payment provider's event acts for the account whose connection received it. */
+export const providerPrincipal = (accountId: string, provider: string): Principal => ({ accountId, actor: { type: 'provider', provider }, access: UNRESTRICTED });

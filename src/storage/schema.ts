@@ -25,6 +25,10 @@ export interface ApiKeysTable {
   created_at: number;
   last_used_at: number | null;
   revoked_at: number | null;
+  /** 'full', 'read' or 'licenses' (migration 020; core/access.ts). */
+  scope: ColumnType<'full' | 'read' | 'licenses', 'full' | 'read' | 'licenses' | undefined, 'full' | 'read' | 'licenses'>;
+  /** After this the key is refused (null: never). */
+  expires_at: number | null;
 }
 
 export interface ProductsTable {

@@ -1,6 +1,7 @@
 import { beforeAll, expect, it } from 'vitest';
 import { timeOrderedId } from '../../src/core/ids.ts';
 import type { Actor } from '../../src/core/principal.ts';
+import { UNRESTRICTED } from '../../src/core/access.ts';
 import { call, createLicense, createProduct, createTenant, type Tenant, useTestApp } from '../support/app.ts';
 import { forEachStore } from '../support/stores.ts';
 
@@ -67,14 +68,14 @@ forEachStore('license audit log (happy)', (kind) => {
 
   it('names the public API, the portal, a dashboard user and a payment provider as actors', async () => {
     const provider: Actor = { type: 'provider', provider: 'stripe' };
-    const bought = await ctx.services.licenses.create({ accountId: tenant.accountId, actor: provider }, { productId, type: 'perpetual', maxDevices: 2 });
+    const bought = await ctx.services.licenses.create({ accountId: tenant.accountId, actor: provider, access: UNRESTRICTED }, { productId, type: 'perpetual', maxDevices: 2 });
     await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/activate', json: { licenseKey: bought.key, productId, deviceIdentifier: 'p1', deviceName: 'Phone' } });
     await call(ctx, { method: 'DELETE', url: '/api/v1/public/licenses/device', json: { licenseKey: bought.key, productId, deviceIdentifier: 'p1' } });
     await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/activate', json: { licenseKey: bought.key, productId, deviceIdentifier: 'p2', deviceName: 'Tablet' } });
     const portal: Actor = { type: 'portal', email: 'buyer@example.com' };
     await ctx.services.units.run((unit) => ctx.services.licenses.resetDevicesIn(unit, portal, bought.key));
     const dashboard: Actor = { type: 'dashboard_user', userId: tenant.accountId };
-    await ctx.services.licenses.update({ accountId: tenant.accountId, actor: dashboard }, bought.key, { maxDevices: 9 });
+    await ctx.services.licenses.update({ accountId: tenant.accountId, actor: dashboard, access: UNRESTRICTED }, bought.key, { maxDevices: 9 });
 
     const { data } = await events(bought.key);
     expect(data.map((e) => [e.type, e.actor])).toEqual([

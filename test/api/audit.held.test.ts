@@ -68,7 +68,7 @@ forEachStore('license audit log: activations held by device rows', (kind) => {
     const license = await createLicense(ctx, tenant, product.id);
     await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/activate', json: { licenseKey: license.key, productId: product.id, deviceIdentifier: 'x', deviceName: 'X' } });
     const held = await events(license.key);
-    await ctx.services.products.delete({ accountId: tenant.accountId, actor: { type: 'cli' } }, product.id, true);
+    await ctx.services.products.delete(cliPrincipal(tenant.accountId), product.id, true);
     expect(await logged(license.key)).toEqual(['license.created', 'device.activated', 'license.deleted']);
     expect((await events(license.key)).slice(1)).toEqual(held);
   });

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isForbiddenAddress } from '../../src/modules/webhooks/address-guard.ts';
 import { WebhookSender } from '../../src/modules/webhooks/sender.ts';
+import { cliPrincipal } from '../../src/core/principal.ts';
 import { call, createLicense, createProduct, createTenant, type Tenant, useTestApp } from '../support/app.ts';
 import { forEachStore } from '../support/stores.ts';
 import { waitFor } from '../support/wait.ts';
@@ -137,7 +138,7 @@ forEachStore('webhooks API (security)', (kind) => {
     const { SqlWebhookRepository } = await import('../../src/modules/webhooks/repository.ts');
     const { SecretBox } = await import('../../src/core/secret-box.ts');
     const permissive = new WebhookService(new SqlWebhookRepository(ctx.store), ctx.services.units, ctx.services.outbox, ctx.services.licenses, new SecretBox(ctx.config.secretKey, 'webhook-secrets'), true);
-    return permissive.create({ accountId: tenant.accountId, actor: { type: 'cli' } }, { url, events: ['*'] });
+    return permissive.create(cliPrincipal(tenant.accountId), { url, events: ['*'] });
   }
 
 });

@@ -90,7 +90,7 @@ const CASES: FormCase[] = [
     name: 'license un-revoke',
     prepare: async (ctx, t) => {
       const { license, page } = await licensed(ctx, t);
-      await ctx.services.licenses.update({ accountId: t.accountId, actor: { type: 'cli' } }, license.key, { revoked: true });
+      await ctx.services.licenses.update(cliPrincipal(t.accountId), license.key, { revoked: true });
       return { page, action: `${page}/unrevoke`, good: {}, state: licenseState(ctx, license.key), owned: true };
     },
   },
@@ -208,7 +208,7 @@ const CASES: FormCase[] = [
   {
     name: 'API key revoke',
     prepare: async (ctx, t) => {
-      const keyId = (await ctx.services.apiKeys.list({ accountId: t.accountId, actor: { type: 'cli' } }))[0]!.id;
+      const keyId = (await ctx.services.apiKeys.list(cliPrincipal(t.accountId)))[0]!.id;
       return {
         page: '/dashboard/api-keys',
         action: `/dashboard/api-keys/${keyId}/revoke`,

@@ -33,7 +33,7 @@ forEachStore('domain events through the outbox', (kind) => {
     ctx.store = await ctx.database.open();
     ctx.services = createServices(ctx.store, loadConfig({ ...ctx.database.env }).secretKey, undefined, { eventConsumers: [consumer] });
     const account = await ctx.services.accounts.create({ email: `events-${kind}@example.com`, password: 'correct horse battery' });
-    ctx.principal = apiKeyPrincipal(account.id, 'key_1');
+    ctx.principal = apiKeyPrincipal(account.id, 'key_1', 'full');
     ctx.delivered = [];
     ctx.failNext = 0;
   });

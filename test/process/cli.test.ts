@@ -19,14 +19,23 @@ forEachStore('operator CLI', (kind) => {
 
     const list = await runCli(db.env, ['api-key', 'list', '--email', 'owner@example.com']);
     expect(list.json.data).toEqual([
-      { id: key.json.id, name: 'ci', prefix: key.json.apiKey.slice(0, 7), createdAt: expect.any(String), lastUsedAt: null, revokedAt: null },
+      { id: key.json.id, name: 'ci', prefix: key.json.apiKey.slice(0, 7), scope: 'full', expiresAt: null, createdAt: expect.any(String), lastUsedAt: null, revokedAt: null },
     ]);
     expect(JSON.stringify(list.json)).not.toContain(key.json.apiKey);
+
+    const scoped = await runCli(db.env, ['api-key', 'create', '--email', 'owner@example.com', '--name', 'reports', '--scope', 'read', '--expires-at', '2999-01-31']);
+    expect(scoped.code).toBe(0);
+    const listed = (await runCli(db.env, ['api-key', 'list', '--email', 'owner@example.com'])).json.data;
+    expect(listed.find((k: { id: string }) => k.id === scoped.json.id)).toMatchObject({ name: 'reports', scope: 'read', expiresAt: '2999-01-31T00:00:00.000Z' });
+    const badScope = await runCli(db.env, ['api-key', 'create', '--email', 'owner@example.com', '--scope', 'admin']);
+    expect(badScope.code).toBe(1);
+    expect(badScope.stderr).toContain('"path":"scope"');
+    await runCli(db.env, ['api-key', 'revoke', '--email', 'owner@example.com', '--id', scoped.json.id]);
 
     const revoked = await runCli(db.env, ['api-key', 'revoke', '--email', 'owner@example.com', '--id', key.json.id]);
     expect(revoked.json).toEqual({ id: key.json.id, revoked: true });
     const after = await runCli(db.env, ['api-key', 'list', '--email', 'owner@example.com']);
-    expect(after.json.data).toEqual([{ ...list.json.data[0], revokedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) }]);
+    expect(after.json.data.filter((k: { id: string }) => k.id === key.json.id)).toEqual([{ ...list.json.data[0], revokedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) }]);
     expect(Date.parse(after.json.data[0].revokedAt)).toBeGreaterThanOrEqual(Date.parse(after.json.data[0].createdAt));
 
     const plan = await runCli(db.env, ['account', 'set-plan', '--email', 'owner@example.com', '--plan', 'free']);

@@ -96,7 +96,7 @@ forEachStore('migration 015: one name for the tenant, account_id', (kind) => {
     const config = loadConfig({ ...database.env, SECRET_KEY: 'a'.repeat(64) });
     const services = createServices(store, config.secretKey, undefined, config);
     const principal = await services.apiKeys.authenticate(`Bearer ${SECRET}`);
-    expect(principal).toEqual(apiKeyPrincipal(A, 'k_1'));
+    expect(principal).toEqual(apiKeyPrincipal(A, 'k_1', 'full'));
     const other = cliPrincipal(B);
 
     const [product] = await services.products.list(principal);

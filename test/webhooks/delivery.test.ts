@@ -60,7 +60,7 @@ forEachStore('webhook delivery through the outbox', (kind: StoreKind) => {
     ctx.mail = new CapturingTransport();
     accountEmail = `owner-${Date.now()}@example.com`;
     const account = await ctx.services.accounts.create({ email: accountEmail, password: 'correct horse battery' });
-    principal = apiKeyPrincipal(account.id, 'key_test');
+    principal = apiKeyPrincipal(account.id, 'key_test', 'full');
     productId = (await ctx.services.products.create(principal, { name: 'Hooks' })).id;
   });
   afterAll(async () => {

@@ -14,6 +14,8 @@ const toApiKey = (r: ApiKeyRow): ApiKey => ({
   createdAt: r.created_at,
   lastUsedAt: r.last_used_at,
   revokedAt: r.revoked_at,
+  scope: r.scope,
+  expiresAt: r.expires_at,
 });
 
 export class SqlApiKeyRepository implements ApiKeyRepository {
@@ -37,6 +39,8 @@ export class SqlApiKeyRepository implements ApiKeyRepository {
           created_at: k.createdAt,
           last_used_at: k.lastUsedAt,
           revoked_at: k.revokedAt,
+          scope: k.scope,
+          expires_at: k.expiresAt,
         }),
     );
   }

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { AppError } from '../../core/errors.ts';
+import { type Scope, SCOPES } from '../../core/access.ts';
+import { AppError, invalidRequest } from '../../core/errors.ts';
 import { newApiKeyId, randomBase62 } from '../../core/ids.ts';
 import { apiKeyPrincipal, type Principal } from '../../core/principal.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
@@ -13,6 +14,16 @@ export interface ApiKey {
   createdAt: number;
   lastUsedAt: number | null;
   revokedAt: number | null;
+  /** How far the key reaches (core/access.ts). */
+  scope: Scope;
+  /** Refused from this instant on; null: never. */
+  expiresAt: number | null;
+}
+
+/** A new key's limits: `scope` is checked here (a form or the command line passes what it was given). */
+export interface ApiKeyLimits {
+  scope?: string;
+  expiresAt?: number | null;
 }
 
 export interface ApiKeyRepository {
@@ -41,7 +52,11 @@ export class ApiKeyService {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  async create(principal: Principal, name = 'default'): Promise<{ key: ApiKey; secret: string }> {
+  /** A new key, `full` and without expiry unless asked; an expiry must lie in the future. */
+  async create(principal: Principal, name = 'default', { scope = 'full', expiresAt = null }: ApiKeyLimits = {}): Promise<{ key: ApiKey; secret: string }> {
+    if (!SCOPES.includes(scope as Scope)) throw invalidRequest('scope', `must be one of ${SCOPES.join(', ')}`);
+    const now = this.clock();
+    if (expiresAt !== null && expiresAt <= now) throw invalidRequest('expiresAt', 'must be in the future');
     const secret = `sk_${randomBase62(SECRET_LENGTH)}`;
     const key: ApiKey = {
       id: newApiKeyId(),
@@ -49,9 +64,11 @@ export class ApiKeyService {
       name,
       keyHash: hashApiKey(secret),
       keyPrefix: secret.slice(0, 7),
-      createdAt: this.clock(),
+      createdAt: now,
       lastUsedAt: null,
       revokedAt: null,
+      scope: scope as Scope,
+      expiresAt,
     };
     await this.units.run((unit) => this.repo.insert(unit, key));
     return { key, secret };
@@ -65,7 +82,7 @@ export class ApiKeyService {
     if ((await this.units.run((unit) => this.repo.revoke(unit, principal.accountId, id, this.clock()))) === 0) throw new AppError('not_found', 'API key not found.');
   }
 
-  /** Resolves an `Authorization` header to its principal (account and key); 401 when absent, 403 when wrong. */
+  /** Resolves an `Authorization` header to its principal (account, key and scope); 401 when absent, 403 when wrong, revoked or expired. */
   async authenticate(header: string | undefined): Promise<Principal> {
     const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!match) throw new AppError('missing_api_key', 'Missing API key: send "Authorization: Bearer <API key>".');
@@ -75,8 +92,9 @@ export class ApiKeyService {
     const key = await this.repo.findByHash(hash);
     // The lookup is by hash, so it leaks nothing about the secret; the compare is constant-time anyway.
     if (!key || key.revokedAt !== null || !timingSafeEqual(Buffer.from(key.keyHash), Buffer.from(hash))) throw invalidKey();
+    if (key.expiresAt !== null && key.expiresAt <= this.clock()) throw new AppError('invalid_api_key', 'This API key has expired.');
     this.touch(key.id);
-    return apiKeyPrincipal(key.accountId, key.id);
+    return apiKeyPrincipal(key.accountId, key.id, key.scope);
   }
 
   private touch(id: string): void {

@@ -70,7 +70,7 @@ const newToken = (): string => randomBytes(32).toString('base64url');
 const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
 
 /** The principal every dashboard page acts as: the signed-in operator, for their account. */
-export const dashboardPrincipal = (accountId: string): Principal => ({ accountId, actor: { type: 'dashboard_user', userId: accountId } });
+export const dashboardPrincipal = (accountId: string): Principal => ({ accountId, actor: { type: 'dashboard_user', userId: accountId }, access: { type: 'role', role: 'owner' } });
 
 /**
  * Dashboard accounts and sessions: first-run setup, sign-up, log-in, server-side sessions (7 days

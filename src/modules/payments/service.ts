@@ -2,7 +2,7 @@ import { normalizeEmail } from '../../core/email.ts';
 import { AppError, invalidRequest, notFound } from '../../core/errors.ts';
 import type { PurchaseSnapshot } from '../../core/events.ts';
 import { randomBase62 } from '../../core/ids.ts';
-import type { Principal } from '../../core/principal.ts';
+import { type Principal, providerPrincipal } from '../../core/principal.ts';
 import type { SecretBox } from '../../core/secret-box.ts';
 import { parseTimestamp } from '../../core/time.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
@@ -267,7 +267,7 @@ export class PaymentService {
     if (!connection || connection.provider !== providerName) throw notFound('Connection');
     const secret = this.secrets.open(connection.webhookSecretSealed, `${connection.id}/webhook`);
     const notification = this.verify(provider, connection, rawBody, signature, secret);
-    const principal: Principal = { accountId: connection.accountId, actor: { type: 'provider', provider: providerName } };
+    const principal = providerPrincipal(connection.accountId, providerName);
     switch (notification.kind) {
       case 'ignored':
         return notification.malformed === undefined ? { outcome: 'ignored', type: notification.type } : { outcome: 'ignored', type: notification.type, malformed: notification.malformed };

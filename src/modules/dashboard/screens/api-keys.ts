@@ -1,19 +1,30 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import type { Scope } from '../../../core/access.ts';
 import { notFound } from '../../../core/errors.ts';
+import { parseTimestamp } from '../../../core/time.ts';
 import { html, type SafeHtml } from '../../../http/html.ts';
-import { fieldErrors, parseWith, text } from '../forms.ts';
+import { fieldErrors, optional, parseWith, text } from '../forms.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen, type ScreenOptions } from '../screen.ts';
-import { actionButton, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, table, when } from '../views.ts';
+import { actionButton, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, select, table, when } from '../views.ts';
 
 const SECTION = '/dashboard/api-keys';
-/** The key's label (the service takes any name; the dashboard bounds it). */
+/** The key's label (the service takes any name; the dashboard bounds it); the service checks scope and expiry. */
 const KeyForm = Type.Object({ name: Type.String({ minLength: 1, maxLength: 100 }) });
+
+/** What each scope lets a key do, in the words the form and the list use (core/access.ts decides). */
+const SCOPE_LABELS: Record<Scope, string> = {
+  full: 'Full: everything the server API does',
+  read: 'Read only: GET requests only',
+  licenses: 'Licenses: licenses, devices and validation only',
+};
+const SCOPE_NAMES: Record<Scope, string> = { full: 'Full', read: 'Read only', licenses: 'Licenses' };
 
 async function keysPage(req: FastifyRequest, reply: FastifyReply, services: ScreenOptions['services'], o: { status?: number; form?: FormState; created?: { name: string; secret: string } } = {}) {
   const { principal, viewer } = req.dashboard;
   const keys = (await services.apiKeys.list(principal)).filter((k) => k.revokedAt === null);
-  const form = o.form ?? emptyForm({ name: '' });
+  const now = Date.now();
+  const form = o.form ?? emptyForm({ name: '', scope: 'full' });
   const created: SafeHtml | '' = o.created
     ? html`<section class="notice ok" role="status" aria-labelledby="new-key-title"><h2 id="new-key-title">Your new API key "${o.created.name}"</h2>
 <p>Copy it now: it is shown only this once. Use it as <code>Authorization: Bearer …</code> on the server API.</p>
@@ -25,10 +36,10 @@ async function keysPage(req: FastifyRequest, reply: FastifyReply, services: Scre
       ? emptyState('No API keys yet. Create one for your store or backend to create licenses through the server API.')
       : table(
           'API keys',
-          ['Name', 'Key', { text: 'Created', className: 'hide-phone' }, 'Last used', { text: 'Action', className: 'num' }],
+          ['Name', 'Key', 'Scope', 'Expires', { text: 'Created', className: 'hide-phone' }, 'Last used', { text: 'Action', className: 'num' }],
           keys.map(
             (k) =>
-              html`<tr><td>${k.name}</td><td><code>${k.keyPrefix}…</code></td><td class="hide-phone">${when(k.createdAt)}</td><td>${when(k.lastUsedAt, 'Never')}</td><td class="num">${actionButton(viewer, `${SECTION}/${k.id}/revoke`, `Revoke ${k.name}…`, 'secondary small')}</td></tr>`,
+              html`<tr><td>${k.name}</td><td><code>${k.keyPrefix}…</code></td><td>${SCOPE_NAMES[k.scope]}</td><td>${k.expiresAt !== null && k.expiresAt <= now ? 'Expired' : when(k.expiresAt)}</td><td class="hide-phone">${when(k.createdAt)}</td><td>${when(k.lastUsedAt, 'Never')}</td><td class="num">${actionButton(viewer, `${SECTION}/${k.id}/revoke`, `Revoke ${k.name}…`, 'secondary small')}</td></tr>`,
           ),
         );
   return render(req, reply, {
@@ -44,6 +55,8 @@ ${created}
 ${formError(form)}
 ${csrfInput(viewer.csrf)}
 ${input({ name: 'name', label: 'Name', form, required: true, hint: 'Where it is used, e.g. "Web shop".', attrs: html` maxlength="100"` })}
+${select({ name: 'scope', label: 'Scope', form, options: Object.entries(SCOPE_LABELS).map(([value, label]) => ({ value, label })), hint: 'Give a key no more than it needs: a leaked read-only key cannot change anything.' })}
+${input({ name: 'expiresAt', label: 'Expires on', type: 'date', form, hint: 'Optional: the key stops working at 00:00 UTC that day.' })}
 <div class="form-foot"><button type="submit">Create API key</button></div>
 </form>
 </div>`,
@@ -61,7 +74,9 @@ export const apiKeysScreen: Screen = {
       const f = formOf(req);
       try {
         const { name } = parseWith(KeyForm, { name: text(f.name) ?? '' });
-        const { secret } = await services.apiKeys.create(req.dashboard.principal, name);
+        const expires = optional(f.expiresAt);
+        const expiresAt = expires === undefined ? null : parseTimestamp(expires);
+        const { secret } = await services.apiKeys.create(req.dashboard.principal, name, { scope: f.scope ?? 'full', expiresAt });
         return keysPage(req, reply, services, { created: { name, secret } });
       } catch (error) {
         const errors = fieldErrors(error);

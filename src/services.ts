@@ -7,6 +7,8 @@ import { SqlActivityRepository } from './modules/activity/repository.ts';
 import { ActivityService } from './modules/activity/service.ts';
 import { SqlDashboardRepository } from './modules/dashboard/repository.ts';
 import { DashboardAuthService } from './modules/dashboard/service.ts';
+import { SqlMemberRepository } from './modules/members/repository.ts';
+import { MemberService } from './modules/members/service.ts';
 import { SqlAuditRepository } from './modules/audit/repository.ts';
 import { AuditService } from './modules/audit/service.ts';
 import { SqlApiKeyRepository } from './modules/api-keys/repository.ts';
@@ -119,9 +121,11 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
     new SecretBox(secretKey, 'payment-providers', { remember: OPENED_SECRETS }),
     { baseUrl, onBackgroundError, clock, cliSecrets: options.stripeCliWebhookSecret ? { stripe: options.stripeCliWebhookSecret } : {} },
   );
-  const dashboard = new DashboardAuthService(new SqlDashboardRepository(store), units, accounts, mail, baseUrl, clock);
+  const dashboardRepository = new SqlDashboardRepository(store);
+  const members = new MemberService(new SqlMemberRepository(store), units, accounts, dashboardRepository, mail, baseUrl, clock);
+  const dashboard = new DashboardAuthService(dashboardRepository, units, accounts, members, mail, baseUrl, clock);
   const activity = new ActivityService(new SqlActivityRepository(store), units, clock);
-  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, idempotency, dashboard, activity };
+  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, idempotency, dashboard, members, activity };
 }
 
 export type Services = ReturnType<typeof createServices>;

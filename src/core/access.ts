@@ -16,6 +16,7 @@ export const AREAS = [
   'payments', // the provider connection and price mappings
   'purchases', // purchases and their invoices
   'portal', // private portal links
+  'overview', // the dashboard's overview and activity charts (dashboard only)
   'apiKeys', // dashboard only
   'settings', // the account's branding (dashboard only)
   'members', // members, invitations and the account's security policy (dashboard only)
@@ -39,7 +40,7 @@ export type Access = { type: 'scope'; scope: Scope } | { type: 'role'; role: Rol
 export const UNRESTRICTED: Access = Object.freeze({ type: 'unrestricted' });
 
 type Grant = 'write' | 'read' | 'none';
-const DASHBOARD_ONLY: ReadonlySet<Area> = new Set(['apiKeys', 'settings', 'members', 'profile']);
+const DASHBOARD_ONLY: ReadonlySet<Area> = new Set(['overview', 'apiKeys', 'settings', 'members', 'profile']);
 
 const ROLE_GRANTS: Record<Role, (area: Area) => Grant> = {
   owner: () => 'write',
@@ -49,7 +50,7 @@ const ROLE_GRANTS: Record<Role, (area: Area) => Grant> = {
   // read only; payments, API keys, branding and members hidden.
   support: (area) => {
     if (area === 'licenses' || area === 'portal' || area === 'purchases' || area === 'profile') return 'write';
-    if (area === 'products' || area === 'tokens' || area === 'webhooks') return 'read';
+    if (area === 'products' || area === 'tokens' || area === 'webhooks' || area === 'overview') return 'read';
     return 'none';
   },
   // Reads everything an admin sees; changes only their own sign-in.

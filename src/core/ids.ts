@@ -17,6 +17,8 @@ export function randomBase62(length: number): string {
 export const newAccountId = (): string => randomUUID();
 export const newProductId = (): string => `p_${randomBase62(20)}`;
 export const newApiKeyId = (): string => `key_${randomBase62(16)}`;
+export const newMemberId = (): string => `mem_${randomBase62(16)}`;
+export const newInvitationId = (): string => `inv_${randomBase62(16)}`;
 
 const pool = Buffer.alloc(4096);
 let poolUsed = pool.length;

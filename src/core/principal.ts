@@ -7,8 +7,12 @@ import { type Access, type Scope, UNRESTRICTED } from './access.ts';
  */
 export type Actor =
   | { type: 'api_key'; apiKeyId: string }
-  /** A member signed in to the dashboard; `userId` is the member's id (the wire's name, docs/decisions/account-id.md). */
-  | { type: 'dashboard_user'; userId: string }
+  /**
+   * A member signed in to the dashboard: `userId` is the member's id (the wire's name,
+   * docs/decisions/account-id.md), `email` their sign-in address when they acted (entries from
+   * before members have none), so the audit log names them after they are gone.
+   */
+  | { type: 'dashboard_user'; userId: string; email?: string }
   | { type: 'cli' }
   | { type: 'public' }
   | { type: 'portal'; email: string }

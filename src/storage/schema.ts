@@ -278,6 +278,30 @@ export interface DashboardSessionsTable {
   account_id: string;
   created_at: number;
   last_seen_at: number;
+  /** Whose session: a member's id, or the account's id for its first owner (migration 024). */
+  member_id: string | null;
+}
+
+/** Members invited into an account (migration 024); the account's first owner is the account itself. */
+export interface MembersTable {
+  id: string;
+  account_id: string;
+  email: string;
+  password_hash: string;
+  role: 'owner' | 'admin' | 'support' | 'viewer';
+  created_at: number;
+}
+
+/** Single-use invitations, by the SHA-256 of the link's secret (migration 024). */
+export interface MemberInvitationsTable {
+  token_hash: string;
+  id: string;
+  account_id: string;
+  email: string;
+  role: 'owner' | 'admin' | 'support' | 'viewer';
+  invited_by: string;
+  expires_at: number;
+  created_at: number;
 }
 
 /** Single-use password-reset links (migration 006), by the SHA-256 of the link's token. */
@@ -329,6 +353,8 @@ export interface Database {
   audit_events: AuditEventsTable;
   idempotency_keys: IdempotencyKeysTable;
   dashboard_sessions: DashboardSessionsTable;
+  members: MembersTable;
+  member_invitations: MemberInvitationsTable;
   dashboard_password_resets: DashboardPasswordResetsTable;
   dashboard_email_changes: DashboardEmailChangesTable;
   activity_daily: ActivityDailyTable;

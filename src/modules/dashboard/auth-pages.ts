@@ -74,6 +74,23 @@ ${input({ name: 'password', label: 'New password', type: 'password', form: { ...
   });
 }
 
+/** An invitation's page: the invitee chooses a password and joins (a GET changes nothing: mail scanners open links). */
+export function invitationPage(d: { form: FormState; csrf: string; token: string; email: string; role: string }): string {
+  return page({
+    title: 'Join the dashboard',
+    narrow: true,
+    content: html`<form class="panel" method="post" action="/dashboard/invitation" novalidate>
+<h1>Join the dashboard</h1>
+<p class="lead">You are invited as <strong>${d.role}</strong>. You will sign in as ${d.email} with the password you choose here.</p>
+${formError(d.form)}
+${csrfInput(d.csrf)}
+<input type="hidden" name="token" value="${d.token}">
+${input({ name: 'password', label: 'Choose a password', type: 'password', form: { ...d.form, values: {} }, required: true, hint: PASSWORD_HINT, attrs: html` autocomplete="new-password" minlength="${MIN_PASSWORD}"` })}
+<div class="form-foot"><button type="submit">Join</button></div>
+</form>`,
+  });
+}
+
 /** The e-mailed link's page: a button confirms (a GET changes nothing: mail scanners open links). */
 export function emailConfirmPage(d: { csrf: string; token: string; newEmail: string }): string {
   return page({

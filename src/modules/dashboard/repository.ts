@@ -3,8 +3,14 @@ import type { Store } from '../../storage/index.ts';
 import { executorOf } from '../../storage/unit-of-work.ts';
 import type { DashboardRepository, DashboardSession, EmailChange, PasswordReset } from './service.ts';
 
-type SessionRow = { id: string; token_hash: string; account_id: string; created_at: number; last_seen_at: number };
-const toSession = (r: SessionRow): DashboardSession => ({ id: r.id, accountId: r.account_id, createdAt: Number(r.created_at), lastSeenAt: Number(r.last_seen_at) });
+type SessionRow = { id: string; token_hash: string; account_id: string; member_id: string | null; created_at: number; last_seen_at: number };
+const toSession = (r: SessionRow): DashboardSession => ({
+  id: r.id,
+  accountId: r.account_id,
+  memberId: r.member_id ?? r.account_id,
+  createdAt: Number(r.created_at),
+  lastSeenAt: Number(r.last_seen_at),
+});
 
 type EmailChangeRow = { account_id: string; new_email: string; expires_at: number; created_at: number };
 const toEmailChange = (r: EmailChangeRow): EmailChange => ({ accountId: r.account_id, newEmail: r.new_email, expiresAt: Number(r.expires_at), createdAt: Number(r.created_at) });
@@ -18,7 +24,7 @@ export class SqlDashboardRepository implements DashboardRepository {
 
   async insertSession(unit: Unit, tokenHash: string, s: DashboardSession): Promise<void> {
     await executorOf(unit).run(
-      this.db.insertInto('dashboard_sessions').values({ id: s.id, token_hash: tokenHash, account_id: s.accountId, created_at: s.createdAt, last_seen_at: s.lastSeenAt }),
+      this.db.insertInto('dashboard_sessions').values({ id: s.id, token_hash: tokenHash, account_id: s.accountId, member_id: s.memberId, created_at: s.createdAt, last_seen_at: s.lastSeenAt }),
     );
   }
 
@@ -37,11 +43,15 @@ export class SqlDashboardRepository implements DashboardRepository {
     await executorOf(unit).run(this.db.deleteFrom('dashboard_sessions').where('token_hash', '=', tokenHash));
   }
 
-  async deleteSessionsOf(unit: Unit, accountId: string, idleBefore: number): Promise<void> {
+  async deleteSessionsOf(unit: Unit, memberId: string, idleBefore: number): Promise<void> {
     const ex = executorOf(unit);
-    await ex.run(this.db.deleteFrom('dashboard_sessions').where('account_id', '=', accountId));
+    await this.endSessionsOfMember(unit, memberId);
     // Housekeeping on a rare path: sessions idle past their end, of any account.
     await ex.run(this.db.deleteFrom('dashboard_sessions').where('last_seen_at', '<=', idleBefore));
+  }
+
+  async endSessionsOfMember(unit: Unit, memberId: string): Promise<void> {
+    await executorOf(unit).run(this.db.deleteFrom('dashboard_sessions').where('member_id', '=', memberId));
   }
 
   async insertReset(unit: Unit, tokenHash: string, r: PasswordReset): Promise<void> {

@@ -1,6 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { normalizeEmail } from '../../core/email.ts';
+import { actionOf, requireAccess } from '../../core/access.ts';
 import { AppError } from '../../core/errors.ts';
 import { cookie, readCookie } from '../../http/web/cookies.ts';
 import { CsrfCookie } from '../../http/web/csrf-cookie.ts';
@@ -11,7 +12,7 @@ import type { Services } from '../../services.ts';
 import type { Account } from '../accounts/service.ts';
 import { IMAGE_MAX_BYTES } from '../product-images/service.ts';
 import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts';
-import { accountFormPage, emailConfirmPage, forgotPage, loginPage, messagePage, resetPage } from './auth-pages.ts';
+import { accountFormPage, emailConfirmPage, forgotPage, invitationPage, loginPage, messagePage, resetPage } from './auth-pages.ts';
 import { fieldErrors, type FormBody } from './forms.ts';
 import { NOTICES } from './screen.ts';
 import { SCREENS } from './screens.ts';
@@ -79,7 +80,9 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
     assetsPrefix: '/dashboard/assets/',
     formLimit: FORM_LIMIT,
     errorPage: (status) =>
-      status === 404
+      status === 403
+        ? messagePage({ title: 'Not allowed', text: 'Your role in this account does not allow this. An owner can change your role.', action: { text: 'Back to the dashboard', href: '/dashboard' } })
+        : status === 404
         ? messagePage({ title: 'Not found', text: 'There is nothing here, or it belongs to another account.', action: { text: 'Back to the dashboard', href: '/dashboard' } })
         : status === 429
           ? messagePage({ title: 'Too many requests', text: 'Please wait a few minutes and try again.', action: { text: 'Back to the dashboard', href: '/dashboard' } })
@@ -283,8 +286,37 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
     return reply.header('set-cookie', sessionCookie('', 0)).redirect('/dashboard/login?notice=signed-out', 303);
   });
 
+  // An invitation's link: open like the reset link (the invitee has no sign-in yet).
+  const deadInvitation = () =>
+    messagePage({ title: 'This invitation does not work', text: 'Invitations work once, for 7 days. Ask the person who invited you for a new one.', action: { text: 'Go to log in', href: '/dashboard/login' } });
+
+  app.get('/dashboard/invitation', { config: pageLimit }, async (req, reply) => {
+    const token = (req.query as { token?: unknown }).token;
+    const invitation = typeof token === 'string' && token.length <= 128 ? await services.members.invitationFor(token) : undefined;
+    if (!invitation) return send(reply, 400, deadInvitation());
+    return send(reply, 200, invitationPage({ form: emptyForm(), csrf: csrfCookie.token(req, reply), token: token as string, email: invitation.email, role: invitation.role }));
+  });
+
+  app.post('/dashboard/invitation', { config: loginLimit, bodyLimit: FORM_LIMIT }, async (req, reply) => {
+    const body = form(req);
+    if (!csrfCookie.verify(req, body.csrf)) return refused(reply, '/dashboard/login');
+    const token = (body.token ?? '').slice(0, 128);
+    const invitation = await services.members.invitationFor(token);
+    if (!invitation) return send(reply, 400, deadInvitation());
+    try {
+      const signedIn = await auth.acceptInvitation(token, body.password ?? '');
+      if (!signedIn) return send(reply, 400, deadInvitation());
+      return signIn(reply, signedIn);
+    } catch (error) {
+      const errors = fieldErrors(error);
+      if (!errors) throw error;
+      const page = invitationPage({ form: { values: {}, errors }, csrf: csrfCookie.token(req, reply), token, email: invitation.email, role: invitation.role });
+      return send(reply, 400, page);
+    }
+  });
+
   for (const screen of SCREENS) {
-    if (screen.nav && !NAV.some((n) => n.href === screen.nav!.href)) NAV.push(screen.nav);
+    if (screen.nav && !NAV.some((n) => n.href === screen.nav!.href)) NAV.push({ ...screen.nav, area: screen.area });
     for (const [code, notice] of Object.entries(screen.notices ?? {})) NOTICES.set(code, notice);
   }
 
@@ -304,12 +336,17 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
         const query = [next && `next=${encodeURIComponent(next)}`, notice].filter(Boolean).join('&');
         return reply.redirect(`/dashboard/login${query ? `?${query}` : ''}`, 303);
       }
+      const principal = dashboardPrincipal(current.member);
       req.dashboard = {
-        principal: dashboardPrincipal(current.account.id),
+        principal,
         account: current.account,
+        member: current.member,
         session: current.session,
-        viewer: { email: current.account.email, csrf: csrfCookie.token(req, reply, current.session.id) },
+        viewer: { email: current.member.email, csrf: csrfCookie.token(req, reply, current.session.id), access: principal.access },
       };
+      // The one role check of every signed-in page and action, before its body is read: the area
+      // its screen (or the route itself) names, read for GET, write for anything else.
+      if (!req.is404) requireAccess(principal.access, req.routeOptions.config.area, actionOf(req.method));
     });
     // Every request that may change something carries the token bound to this session, whatever its
     // body's type (urlencoded, multipart, JSON); without one the handler never runs.
@@ -317,6 +354,14 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
       if (req.method === 'GET' || req.method === 'HEAD') return;
       if (!csrfCookie.verify(req, form(req).csrf, req.dashboard.session.id)) return refused(reply, req.url);
     });
-    for (const screen of SCREENS) await signedIn.register(screen.routes, { services, setSession, passwordLimit });
+    for (const screen of SCREENS) {
+      await signedIn.register(async (scope) => {
+        // A screen's routes touch its area unless a route names another.
+        scope.addHook('onRoute', (route) => {
+          route.config = { area: screen.area, ...route.config };
+        });
+        await scope.register(screen.routes, { services, setSession, passwordLimit });
+      });
+    }
   });
 };

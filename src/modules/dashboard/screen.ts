@@ -2,9 +2,11 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { SafeHtml } from '../../http/html.ts';
 import type { Notice } from '../../http/web/notice.ts';
 import { sendPage } from '../../http/web/pages.ts';
+import type { Area } from '../../core/access.ts';
 import type { Principal } from '../../core/principal.ts';
 import type { Services } from '../../services.ts';
 import type { Account } from '../accounts/service.ts';
+import type { Member } from '../members/service.ts';
 import type { DashboardSession, SignedIn } from './service.ts';
 import { confirmPage, type NavEntry, page, type Viewer } from './views.ts';
 
@@ -12,6 +14,8 @@ import { confirmPage, type NavEntry, page, type Viewer } from './views.ts';
 export interface DashboardContext {
   principal: Principal;
   account: Account;
+  /** Who signed in (the account's first owner, or an invited member), with their role as it is now. */
+  member: Member;
   session: DashboardSession;
   viewer: Viewer;
 }
@@ -19,6 +23,10 @@ export interface DashboardContext {
 declare module 'fastify' {
   interface FastifyRequest {
     dashboard: DashboardContext;
+  }
+  interface FastifyContextConfig {
+    /** The area a dashboard route touches, when not its screen's (core/access.ts). */
+    area?: Area;
   }
 }
 
@@ -35,6 +43,12 @@ export interface ScreenOptions {
  * redirects may show. Adding a screen is one file exporting this and one line in `screens.ts`.
  */
 export interface Screen {
+  /**
+   * What the screen's routes touch: a member's role is checked against it before any handler runs
+   * (GET reads, every other method writes; core/access.ts). A route touching another area says so
+   * in its own `config: { area }`.
+   */
+  area: Area;
   nav?: NavEntry;
   /** Fixed texts a redirect may ask for by code (`?notice=code`): never text from the URL. */
   notices?: Record<string, Notice>;

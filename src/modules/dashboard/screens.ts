@@ -4,6 +4,7 @@ import { activityScreen } from './screens/activity.ts';
 import { apiKeysScreen } from './screens/api-keys.ts';
 import { homeScreen } from './screens/home.ts';
 import { licensesScreen } from './screens/licenses.ts';
+import { membersScreen } from './screens/members.ts';
 import { paymentsScreen } from './screens/payments.ts';
 import { portalScreen } from './screens/portal.ts';
 import { productsScreen } from './screens/products.ts';
@@ -11,4 +12,4 @@ import { tokensScreen } from './screens/tokens.ts';
 import { webhooksScreen } from './screens/webhooks.ts';
 
 /** The dashboard's screens in navigation order: a new screen is one file in screens/ and one line here. */
-export const SCREENS: Screen[] = [homeScreen, productsScreen, tokensScreen, licensesScreen, apiKeysScreen, portalScreen, paymentsScreen, webhooksScreen, activityScreen, accountScreen];
+export const SCREENS: Screen[] = [homeScreen, productsScreen, tokensScreen, licensesScreen, apiKeysScreen, portalScreen, paymentsScreen, webhooksScreen, activityScreen, membersScreen, accountScreen];

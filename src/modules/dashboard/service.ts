@@ -1,11 +1,13 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { canonicalEmail, isValidEmail, normalizeEmail } from '../../core/email.ts';
 import { AppError, invalidRequest } from '../../core/errors.ts';
+import type { Role } from '../../core/access.ts';
 import type { Principal } from '../../core/principal.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import { type Account, type AccountService, emailInUse } from '../accounts/service.ts';
 import type { MailQueue } from '../mail/queue.ts';
 import { emailChangedMail, emailChangeMail, passwordResetMail } from '../mail/templates.ts';
+import type { Member, MemberService, MemberSessions } from '../members/service.ts';
 
 const MINUTE = 60_000;
 export const SESSION_IDLE_MS = 7 * 24 * 60 * MINUTE;
@@ -18,6 +20,8 @@ export interface DashboardSession {
   /** Stable and not secret: CSRF tokens are bound to it. */
   id: string;
   accountId: string;
+  /** Who signed in: a member's id, or the account's id for its first owner. */
+  memberId: string;
   createdAt: number;
   lastSeenAt: number;
 }
@@ -36,14 +40,14 @@ export interface EmailChange {
   createdAt: number;
 }
 
-export interface DashboardRepository {
+export interface DashboardRepository extends MemberSessions {
   insertSession(unit: Unit, tokenHash: string, session: DashboardSession): Promise<void>;
   /** The session whose cookie hashes to `tokenHash`, unless idle since `seenAfter` or earlier. */
   findSession(tokenHash: string, seenAfter: number): Promise<DashboardSession | undefined>;
   touchSession(unit: Unit, id: string, at: number): Promise<void>;
   deleteSession(unit: Unit, tokenHash: string): Promise<void>;
-  /** Ends every session of the account (and drops sessions idle since `idleBefore`). */
-  deleteSessionsOf(unit: Unit, accountId: string, idleBefore: number): Promise<void>;
+  /** Ends every session of one member (the first owner's: `memberId` is the account's id), and drops sessions idle since `idleBefore`. */
+  deleteSessionsOf(unit: Unit, memberId: string, idleBefore: number): Promise<void>;
   insertReset(unit: Unit, tokenHash: string, reset: PasswordReset): Promise<void>;
   findReset(tokenHash: string, now: number): Promise<PasswordReset | undefined>;
   /** Consumes a live reset link: the account's id, or undefined when unknown, expired or already used. */
@@ -69,8 +73,12 @@ const newToken = (): string => randomBytes(32).toString('base64url');
 /** 256 random bits: a plain SHA-256 makes a stolen table useless. */
 const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
 
-/** The principal every dashboard page acts as: the signed-in operator, for their account. */
-export const dashboardPrincipal = (accountId: string): Principal => ({ accountId, actor: { type: 'dashboard_user', userId: accountId }, access: { type: 'role', role: 'owner' } });
+/** The principal every dashboard page acts as: the signed-in member, for their account, with their role as it is now. */
+export const dashboardPrincipal = (member: Pick<Member, 'accountId' | 'id' | 'role' | 'email'>): Principal => ({
+  accountId: member.accountId,
+  actor: { type: 'dashboard_user', userId: member.id, email: member.email },
+  access: { type: 'role', role: member.role },
+});
 
 /**
  * Dashboard accounts and sessions: first-run setup, sign-up, log-in, server-side sessions (7 days
@@ -82,6 +90,7 @@ export class DashboardAuthService {
     private readonly repo: DashboardRepository,
     private readonly units: UnitRunner,
     private readonly accounts: AccountService,
+    private readonly members: MemberService,
     private readonly mail: MailQueue,
     private readonly baseUrl: string,
     private readonly clock: () => number = Date.now,
@@ -95,42 +104,63 @@ export class DashboardAuthService {
   async setUp(email: string, password: string): Promise<SignedIn> {
     if (!(await this.needsSetup())) throw new AppError('not_found', 'The dashboard is already set up.');
     const account = await this.accounts.createFirst({ email, password });
-    return this.startSession(account.id);
+    return this.startSession(account.id, account.id);
   }
 
   async signUp(email: string, password: string): Promise<SignedIn> {
+    if (await this.members.findByEmail(email)) throw emailInUse();
     const account = await this.accounts.create({ email, password });
-    return this.startSession(account.id);
+    return this.startSession(account.id, account.id);
   }
 
-  /** undefined for a wrong address or password alike: the caller shows one message for both. */
+  /**
+   * undefined for a wrong address or password alike: the caller shows one message for both. The
+   * address is an account's own sign-in (its first owner) or an invited member's; either way exactly
+   * one argon2 verify runs, a decoy's when the address is unknown.
+   */
   async logIn(email: string, password: string): Promise<SignedIn | undefined> {
-    const account = await this.accounts.verifyPassword(email, password);
-    return account && this.startSession(account.id);
+    if (await this.accounts.findByEmail(email)) {
+      const account = await this.accounts.verifyPassword(email, password);
+      return account && this.startSession(account.id, account.id);
+    }
+    const member = await this.members.verifyPassword(email, password);
+    return member && this.startSession(member.accountId, member.id);
   }
 
-  async session(token: string): Promise<{ session: DashboardSession; account: Account } | undefined> {
+  /** The session, its account and its member as they are now: a removed member's session has ended. */
+  async session(token: string): Promise<{ session: DashboardSession; account: Account; member: Member } | undefined> {
     const now = this.clock();
     const session = await this.repo.findSession(hashToken(token), now - SESSION_IDLE_MS);
     if (!session) return undefined;
     const account = await this.accounts.findById(session.accountId);
-    if (!account) return undefined;
+    const member = account && (await this.members.findForSession(account.id, session.memberId));
+    if (!account || !member) return undefined;
     if (now - session.lastSeenAt >= TOUCH_INTERVAL_MS) await this.units.run((unit) => this.repo.touchSession(unit, session.id, now));
-    return { session, account };
+    return { session, account, member };
+  }
+
+  /** Uses an invitation once: the new member, signed in at once. undefined when the link is dead. */
+  async acceptInvitation(token: string, password: string): Promise<SignedIn | undefined> {
+    const member = await this.members.accept(token, password);
+    return member && this.startSession(member.accountId, member.id);
   }
 
   logOut(token: string): Promise<void> {
     return this.units.run((unit) => this.repo.deleteSession(unit, hashToken(token)));
   }
 
-  /** Ends every session of the account, this one included; the browser that asked gets a new one. */
-  async changePassword(accountId: string, current: string, next: string): Promise<SignedIn> {
-    const account = await this.accounts.findById(accountId);
-    if (!account || !(await this.accounts.verifyPassword(account.email, current))) throw invalidRequest('currentPassword', 'is not your current password');
+  /** Ends every session of the member, this one included; the browser that asked gets a new one. */
+  async changePassword(member: Member, current: string, next: string): Promise<SignedIn> {
+    const verified = member.firstOwner ? await this.accounts.verifyPassword(member.email, current) : await this.members.verifyPassword(member.email, current);
+    if (!verified) throw invalidRequest('currentPassword', 'is not your current password');
     const passwordHash = await this.accounts.hashNewPassword(next, 'newPassword');
-    const signedIn = this.newSession(accountId);
+    const signedIn = this.newSession(member.accountId, member.id);
     await this.units.run(async (unit) => {
-      await this.newPassword(unit, accountId, passwordHash);
+      if (member.firstOwner) await this.newPassword(unit, member.accountId, passwordHash);
+      else {
+        await this.members.setPassword(unit, member.id, passwordHash);
+        await this.repo.deleteSessionsOf(unit, member.id, this.clock() - SESSION_IDLE_MS);
+      }
       await this.repo.insertSession(unit, hashToken(signedIn.token), signedIn.session);
     });
     return signedIn;
@@ -170,7 +200,8 @@ export class DashboardAuthService {
   }
 
   /**
-   * A new password ends everything the old one may have started: every session, and every pending
+   * The account's own sign-in (its first owner) has a new password; that ends everything the old one
+   * may have started: every session of that sign-in (members keep theirs), and every pending
    * link of the account (reset links, an e-mail change waiting for its confirmation). Whoever knew
    * the old password and asked to move the account to their own address loses that move.
    */
@@ -181,17 +212,20 @@ export class DashboardAuthService {
   }
 
   /**
-   * Asks for the account's address to become `rawEmail`: checks the password, then e-mails a
+   * Asks for the account's address (its first owner's sign-in) to become `rawEmail`: checks the password, then e-mails a
    * single-use link valid 1 hour to the new address. Nothing changes until that link is used.
    */
-  async requestEmailChange(accountId: string, currentPassword: string, rawEmail: string): Promise<EmailChange> {
+  async requestEmailChange(member: Member, currentPassword: string, rawEmail: string): Promise<EmailChange> {
+    // The account's address is its first owner's sign-in; an invited member's address is the one invited.
+    if (!member.firstOwner) throw new AppError('insufficient_scope', "Only the account's first owner changes its e-mail address.");
+    const accountId = member.accountId;
     const account = await this.accounts.findById(accountId);
     if (!account) throw new AppError('not_found', 'Account not found.');
     const newEmail = canonicalEmail(rawEmail);
     if (!newEmail) throw invalidRequest('newEmail', 'must be a valid e-mail address');
     if (newEmail === account.email) throw invalidRequest('newEmail', 'is already your e-mail address');
     if (!(await this.accounts.verifyPassword(account.email, currentPassword))) throw invalidRequest('password', 'is not right');
-    if (await this.accounts.findByEmail(newEmail)) throw emailInUse('newEmail');
+    if ((await this.accounts.findByEmail(newEmail)) || (await this.members.findByEmail(newEmail))) throw emailInUse('newEmail');
     const token = newToken();
     const now = this.clock();
     const change: EmailChange = { accountId, newEmail, expiresAt: now + EMAIL_CHANGE_VALIDITY_MS, createdAt: now };
@@ -246,14 +280,14 @@ export class DashboardAuthService {
     return { ...account, email: newEmail };
   }
 
-  private async startSession(accountId: string): Promise<SignedIn> {
-    const signedIn = this.newSession(accountId);
+  private async startSession(accountId: string, memberId: string): Promise<SignedIn> {
+    const signedIn = this.newSession(accountId, memberId);
     await this.units.run((unit) => this.repo.insertSession(unit, hashToken(signedIn.token), signedIn.session));
     return signedIn;
   }
 
-  private newSession(accountId: string): SignedIn {
+  private newSession(accountId: string, memberId: string): SignedIn {
     const now = this.clock();
-    return { token: newToken(), session: { id: randomUUID(), accountId, createdAt: now, lastSeenAt: now } };
+    return { token: newToken(), session: { id: randomUUID(), accountId, memberId, createdAt: now, lastSeenAt: now } };
   }
 }

@@ -1,3 +1,4 @@
+import { type Access, type Area, permits } from '../../core/access.ts';
 import { html, type SafeHtml } from '../../http/html.ts';
 import { type Notice, renderNotice } from '../../http/web/notice.ts';
 import { layout as webLayout } from '../../http/web/pages.ts';
@@ -7,11 +8,15 @@ import { formatDate } from '../mail/format.ts';
 export interface Viewer {
   email: string;
   csrf: string;
+  /** The member's role: the navigation shows only the sections it may read. */
+  access: Access;
 }
 
 export interface NavEntry {
   label: string;
   href: string;
+  /** The screen's area (screens.ts sets it from the screen). */
+  area?: Area;
 }
 
 /** Entries of the navigation; `screens.ts` fills it from the screen list. */
@@ -28,7 +33,7 @@ export function page(o: { title: string; content: SafeHtml; viewer?: Viewer; sec
 <form method="post" action="/dashboard/logout">${csrfInput(o.viewer.csrf)}<button type="submit" class="link">Log out</button></form>`;
   const nav =
     o.viewer &&
-    html`<nav class="nav" aria-label="Dashboard"><ul>${NAV.map(
+    html`<nav class="nav" aria-label="Dashboard"><ul>${NAV.filter((n) => permits(o.viewer!.access, n.area, 'read')).map(
       (n) => html`<li><a href="${n.href}"${o.section === n.href ? html` aria-current="page"` : ''}>${n.label}</a></li>`,
     )}</ul></nav>`;
   return webLayout({

@@ -215,3 +215,34 @@ export function emailChangedMail(d: EmailChangedMailData): RenderedMail {
   ].join('\n');
   return { subject: 'Your dashboard e-mail address changed', text, html: layout('Your dashboard e-mail address changed', `Now ${d.newEmail}`, body) };
 }
+
+export interface MemberInvitationMailData {
+  url: string;
+  /** Who invited (their sign-in address). */
+  inviter: string;
+  role: string;
+  validForDays: number;
+}
+
+/** To an invited address: the single-use link where the invitee chooses a password and joins. */
+export function memberInvitationMail(d: MemberInvitationMailData): RenderedMail {
+  const body = html`
+<h1 style="margin:0 0 12px 0;font-size:22px;line-height:1.3;">You are invited to a Tessera dashboard</h1>
+<p style="margin:0 0 8px 0;color:#374151;">${d.inviter} invited you to their licensing dashboard as ${d.role}.</p>
+${button('Accept the invitation', d.url)}
+<p style="margin:0 0 8px 0;font-size:14px;color:#4b5563;">The link works once, for ${d.validForDays} days. If the button does not work, copy this address into your browser:</p>
+<p style="margin:0 0 16px 0;font-size:13px;color:#4b5563;word-break:break-all;">${d.url}</p>
+<p style="margin:0 0 24px 0;font-size:14px;color:#4b5563;">If you did not expect this, ignore this e-mail: nothing happens.</p>`;
+  const text = [
+    'You are invited to a Tessera dashboard',
+    '',
+    `${d.inviter} invited you to their licensing dashboard as ${d.role}. Accept here (you choose your password there):`,
+    '',
+    d.url,
+    '',
+    `The link works once, for ${d.validForDays} days.`,
+    'If you did not expect this, ignore this e-mail: nothing happens.',
+    '',
+  ].join('\n');
+  return { subject: 'You are invited to a Tessera dashboard', text, html: layout('You are invited to a Tessera dashboard', `Join as ${d.role}`, body) };
+}

@@ -16,6 +16,7 @@ import * as m014LicenseChangeFeed from './014_license_change_feed.ts';
 import * as m015AccountId from './015_account_id.ts';
 import * as m016OutboxFairness from './016_outbox_fairness.ts';
 import * as m020ApiKeyScopes from './020_api_key_scopes.ts';
+import * as m024Members from './024_members.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -40,6 +41,7 @@ export const migrations: Record<string, Migration> = {
   '015_account_id': m015AccountId,
   '016_outbox_fairness': m016OutboxFairness,
   '020_api_key_scopes': m020ApiKeyScopes,
+  '024_members': m024Members,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -6,6 +6,7 @@ import { emptyForm, pageHead, select } from '../views.ts';
 const SECTION = '/dashboard/activity';
 
 export const activityScreen: Screen = {
+  area: 'overview',
   nav: { label: 'Activity', href: SECTION },
   routes: async (app, { services }) => {
     app.get<{ Querystring: { product?: string } }>(SECTION, async (req, reply) => {

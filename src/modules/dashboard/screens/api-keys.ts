@@ -64,6 +64,7 @@ ${input({ name: 'expiresAt', label: 'Expires on', type: 'date', form, hint: 'Opt
 }
 
 export const apiKeysScreen: Screen = {
+  area: 'apiKeys',
   nav: { label: 'API keys', href: SECTION },
   notices: { 'key-revoked': { tone: 'ok', text: 'API key revoked. Requests with it are refused from now on.' } },
   routes: async (app, { services }) => {

@@ -5,6 +5,7 @@ import { pageHead } from '../views.ts';
 
 /** The start page: what to do next until the account is ready to sell, then the activity. */
 export const homeScreen: Screen = {
+  area: 'overview',
   nav: { label: 'Overview', href: '/dashboard' },
   routes: async (app, { services }) => {
     app.get('/dashboard', async (req, reply) => {

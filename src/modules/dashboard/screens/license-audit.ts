@@ -23,7 +23,8 @@ function actorLabel(actor: Actor, o: { apiKeys: Map<string, string>; principal: 
     case 'api_key':
       return `API key ${o.apiKeys.get(actor.apiKeyId) ?? actor.apiKeyId}`;
     case 'dashboard_user':
-      return actor.userId === o.principal.accountId ? `Dashboard (${o.email})` : 'Dashboard';
+      // The member as they were when they acted; entries from before members name the account.
+      return actor.email ? `Dashboard (${actor.email})` : actor.userId === o.principal.accountId ? `Dashboard (${o.email})` : 'Dashboard';
     case 'cli':
       return 'Command line';
     case 'public':

@@ -116,7 +116,7 @@ async function licensePage(req: FastifyRequest, reply: FastifyReply, services: S
           ),
         )}${devicePager(p, devicePage, shown.length, total)}<div class="form-foot">${actionButton(viewer, `${p}/devices/reset`, 'Reset all devices…', 'secondary')}</div>`;
   const auditCursor = (req.query as { auditCursor?: unknown } | undefined)?.auditCursor;
-  const audit = await auditSection(services, principal, viewer.email, l.key, p, typeof auditCursor === 'string' ? auditCursor.slice(0, 512) : undefined);
+  const audit = await auditSection(services, principal, req.dashboard.account.email, l.key, p, typeof auditCursor === 'string' ? auditCursor.slice(0, 512) : undefined);
   const form =
     o.form ?? emptyForm({ type: l.type, expiresAt: dateValue(l.expiresAt), maxDevices: String(l.maxDevices), email: l.email ?? '' });
   return render(req, reply, {
@@ -145,6 +145,7 @@ ${audit}`,
 }
 
 export const licensesScreen: Screen = {
+  area: 'licenses',
   nav: { label: 'Licenses', href: SECTION },
   notices: {
     'license-created': { tone: 'ok', text: 'License created.' },

@@ -178,6 +178,7 @@ function mappingBody(f: Record<string, string | undefined>) {
 }
 
 export const paymentsScreen: Screen = {
+  area: 'payments',
   nav: { label: 'Payments', href: SECTION },
   notices: {
     'stripe-connected': { tone: 'ok', text: 'Stripe is connected. Map a price to a product to start selling.' },
@@ -264,7 +265,7 @@ export const paymentsScreen: Screen = {
     });
 
     // Fetched from Stripe at click time (its links expire), then straight to the PDF.
-    app.get<{ Params: { id: string } }>(`${SECTION}/purchases/:id/invoice`, async (req, reply) => {
+    app.get<{ Params: { id: string } }>(`${SECTION}/purchases/:id/invoice`, { config: { area: 'purchases' } }, async (req, reply) => {
       try {
         const invoice = await services.payments.invoice(req.dashboard.principal, req.params.id.slice(0, 64));
         return reply.redirect(invoice.invoicePdf, 303);

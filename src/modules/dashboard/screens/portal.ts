@@ -36,6 +36,7 @@ ${input({ name: 'email', label: "Customer's e-mail", type: 'email', form, requir
 }
 
 export const portalScreen: Screen = {
+  area: 'portal',
   nav: { label: 'Portal', href: SECTION },
   routes: async (app, { services }) => {
     app.get(SECTION, async (req, reply) => portalPage(req, reply));

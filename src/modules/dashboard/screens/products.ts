@@ -126,6 +126,7 @@ async function productPage(req: FastifyRequest, reply: FastifyReply, services: P
 }
 
 export const productsScreen: Screen = {
+  area: 'products',
   nav: { label: 'Products', href: SECTION },
   notices: {
     'product-created': { tone: 'ok', text: 'Product created. Next: create a license for it, or turn on license tokens.' },

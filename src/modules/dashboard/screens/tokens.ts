@@ -71,6 +71,7 @@ ${textarea({ name: 'privateKeyPem', label: 'Private key to import (PKCS#8 PEM, P
 }
 
 export const tokensScreen: Screen = {
+  area: 'tokens',
   notices: {
     'tokens-saved': { tone: 'ok', text: 'Token settings saved.' },
     'key-replaced': { tone: 'ok', text: 'Key pair replaced. Ship the new public key with your app.' },

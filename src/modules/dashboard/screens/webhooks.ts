@@ -125,6 +125,7 @@ function endpointBody(f: Record<string, string | undefined>) {
 }
 
 export const webhooksScreen: Screen = {
+  area: 'webhooks',
   nav: { label: 'Webhooks', href: SECTION },
   notices: {
     'webhook-deleted': { tone: 'ok', text: 'Webhook endpoint deleted with its deliveries.' },

@@ -1,0 +1,102 @@
+import type { Role } from '../../core/access.ts';
+import type { Unit } from '../../core/unit-of-work.ts';
+import type { Store } from '../../storage/index.ts';
+import type { MemberInvitationsTable, MembersTable } from '../../storage/schema.ts';
+import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
+import type { Invitation, MemberRecord, MemberRepository } from './service.ts';
+
+const toMember = (r: MembersTable): MemberRecord => ({ id: r.id, accountId: r.account_id, email: r.email, role: r.role, createdAt: r.created_at, passwordHash: r.password_hash });
+const toInvitation = (r: MemberInvitationsTable): Invitation => ({
+  id: r.id,
+  accountId: r.account_id,
+  email: r.email,
+  role: r.role,
+  invitedBy: r.invited_by,
+  expiresAt: r.expires_at,
+  createdAt: r.created_at,
+});
+
+export class SqlMemberRepository implements MemberRepository {
+  constructor(private readonly store: Store) {}
+
+  private get db() {
+    return this.store.db;
+  }
+
+  async insert(unit: Unit, m: MemberRecord): Promise<void> {
+    await executorOf(unit).run(
+      this.db.insertInto('members').values({ id: m.id, account_id: m.accountId, email: m.email, password_hash: m.passwordHash, role: m.role, created_at: m.createdAt }),
+    );
+  }
+
+  async findByEmail(email: string, unit?: Unit): Promise<MemberRecord | undefined> {
+    const row = await readerOf(this.store, unit).first(this.db.selectFrom('members').selectAll().where('email', '=', email));
+    return row && toMember(row);
+  }
+
+  async findById(id: string): Promise<MemberRecord | undefined> {
+    const row = await this.store.read.first(this.db.selectFrom('members').selectAll().where('id', '=', id));
+    return row && toMember(row);
+  }
+
+  async listByAccount(accountId: string): Promise<MemberRecord[]> {
+    const rows = await this.store.read.all(this.db.selectFrom('members').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id'));
+    return rows.map(toMember);
+  }
+
+  setRole(unit: Unit, accountId: string, id: string, role: Role): Promise<number> {
+    return executorOf(unit).run(this.db.updateTable('members').set({ role }).where('id', '=', id).where('account_id', '=', accountId));
+  }
+
+  setPasswordHash(unit: Unit, id: string, passwordHash: string): Promise<number> {
+    return executorOf(unit).run(this.db.updateTable('members').set({ password_hash: passwordHash }).where('id', '=', id));
+  }
+
+  delete(unit: Unit, accountId: string, id: string): Promise<number> {
+    return executorOf(unit).run(this.db.deleteFrom('members').where('id', '=', id).where('account_id', '=', accountId));
+  }
+
+  async insertInvitation(unit: Unit, tokenHash: string, i: Invitation): Promise<void> {
+    const ex = executorOf(unit);
+    // One live invitation per address and account; expired ones of anyone go too.
+    await ex.run(
+      this.db.deleteFrom('member_invitations').where((eb) => eb.or([eb.and([eb('account_id', '=', i.accountId), eb('email', '=', i.email)]), eb('expires_at', '<=', i.createdAt)])),
+    );
+    await ex.run(
+      this.db.insertInto('member_invitations').values({
+        token_hash: tokenHash,
+        id: i.id,
+        account_id: i.accountId,
+        email: i.email,
+        role: i.role,
+        invited_by: i.invitedBy,
+        expires_at: i.expiresAt,
+        created_at: i.createdAt,
+      }),
+    );
+  }
+
+  async listInvitations(accountId: string, now: number): Promise<Invitation[]> {
+    const rows = await this.store.read.all(
+      this.db.selectFrom('member_invitations').selectAll().where('account_id', '=', accountId).where('expires_at', '>', now).orderBy('created_at').orderBy('id'),
+    );
+    return rows.map(toInvitation);
+  }
+
+  async findInvitation(tokenHash: string, now: number): Promise<Invitation | undefined> {
+    const row = await this.store.read.first(this.db.selectFrom('member_invitations').selectAll().where('token_hash', '=', tokenHash).where('expires_at', '>', now));
+    return row && toInvitation(row);
+  }
+
+  async takeInvitation(unit: Unit, tokenHash: string, now: number): Promise<Invitation | undefined> {
+    const ex = executorOf(unit);
+    const row = await ex.first(this.db.selectFrom('member_invitations').selectAll().where('token_hash', '=', tokenHash).where('expires_at', '>', now));
+    if (!row) return undefined;
+    // Single use: of two concurrent uses, only the one whose delete removed the row goes on.
+    return (await ex.run(this.db.deleteFrom('member_invitations').where('token_hash', '=', tokenHash))) === 1 ? toInvitation(row) : undefined;
+  }
+
+  deleteInvitation(unit: Unit, accountId: string, id: string): Promise<number> {
+    return executorOf(unit).run(this.db.deleteFrom('member_invitations').where('id', '=', id).where('account_id', '=', accountId));
+  }
+}

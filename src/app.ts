@@ -17,7 +17,7 @@ import { Csrf } from './http/web/csrf.ts';
 import { paymentRoutes, paymentWebhookRoutes } from './modules/payments/routes.ts';
 import { portalApiRoutes, portalRoutes } from './modules/portal/routes.ts';
 import { registerActivityFlush } from './modules/activity/plugin.ts';
-import { dashboardRoutes } from './modules/dashboard/routes.ts';
+import { dashboardRoutes, type SignedInRoute } from './modules/dashboard/routes.ts';
 import { productImageRoutes } from './modules/product-images/routes.ts';
 import { licenseTokenRoutes } from './modules/license-tokens/routes.ts';
 import { LicenseBody } from './modules/licenses/schemas.ts';
@@ -74,7 +74,9 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   capConnections(app, config.http.maxConnections);
+  // The routes behind an API key and behind a dashboard sign-in, as their access checks see them (tests enumerate them).
   app.decorate('serverApiRoutes', [] as string[]);
+  app.decorate('signedInRoutes', [] as SignedInRoute[]);
   registerErrorHandling(app);
   accessLog?.watchErrors(app);
   refuseWhileClosing(app);

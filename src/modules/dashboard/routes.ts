@@ -1,7 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { normalizeEmail } from '../../core/email.ts';
-import { actionOf, requireAccess } from '../../core/access.ts';
+import { actionOf, type Area, requireAccess } from '../../core/access.ts';
 import { AppError } from '../../core/errors.ts';
 import { cookie, readCookie } from '../../http/web/cookies.ts';
 import { CsrfCookie } from '../../http/web/csrf-cookie.ts';
@@ -19,7 +19,18 @@ import { SCREENS } from './screens.ts';
 import { dashboardPrincipal, type SignedIn } from './service.ts';
 import { emptyForm, NAV } from './views.ts';
 
+/** A signed-in dashboard route and the area its role check uses. */
+export interface SignedInRoute {
+  method: string;
+  url: string;
+  area: Area | undefined;
+}
+
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every signed-in dashboard route (the root app decorates it; tests enumerate it). */
+    signedInRoutes: SignedInRoute[];
+  }
   interface FastifyContextConfig {
     /** The route takes a multipart/form-data upload (a dashboard form with a file). */
     multipart?: boolean;
@@ -359,6 +370,7 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
         // A screen's routes touch its area unless a route names another.
         scope.addHook('onRoute', (route) => {
           route.config = { area: screen.area, ...route.config };
+          for (const method of [route.method].flat()) if (method !== 'HEAD') app.signedInRoutes.push({ method, url: route.url, area: route.config.area });
         });
         await scope.register(screen.routes, { services, setSession, passwordLimit });
       });

@@ -2,7 +2,7 @@ import type { Role } from '../../core/access.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
 import type { MemberInvitationsTable, MembersTable } from '../../storage/schema.ts';
-import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
+import { executorOf } from '../../storage/unit-of-work.ts';
 import type { Invitation, MemberRecord, MemberRepository } from './service.ts';
 
 const toMember = (r: MembersTable): MemberRecord => ({ id: r.id, accountId: r.account_id, email: r.email, role: r.role, createdAt: r.created_at, passwordHash: r.password_hash });
@@ -29,8 +29,8 @@ export class SqlMemberRepository implements MemberRepository {
     );
   }
 
-  async findByEmail(email: string, unit?: Unit): Promise<MemberRecord | undefined> {
-    const row = await readerOf(this.store, unit).first(this.db.selectFrom('members').selectAll().where('email', '=', email));
+  async findByEmail(email: string): Promise<MemberRecord | undefined> {
+    const row = await this.store.read.first(this.db.selectFrom('members').selectAll().where('email', '=', email));
     return row && toMember(row);
   }
 

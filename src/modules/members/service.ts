@@ -46,7 +46,7 @@ export interface Invitation {
 
 export interface MemberRepository {
   insert(unit: Unit, member: MemberRecord): Promise<void>;
-  findByEmail(email: string, unit?: Unit): Promise<MemberRecord | undefined>;
+  findByEmail(email: string): Promise<MemberRecord | undefined>;
   findById(id: string): Promise<MemberRecord | undefined>;
   listByAccount(accountId: string): Promise<MemberRecord[]>;
   setRole(unit: Unit, accountId: string, id: string, role: Role): Promise<number>;
@@ -170,10 +170,13 @@ export class MemberService {
     checkPassword(password);
     const passwordHash = await hash(password);
     const now = this.clock();
+    const pending = await this.repo.findInvitation(hashToken(token), now);
+    if (!pending) return undefined;
+    // Checked before the unit (reads of accounts join none); members.email's unique index closes the race between two invitations.
+    if (await this.addressSignsIn(pending.email)) throw addressTaken();
     return this.units.run(async (unit) => {
       const invitation = await this.repo.takeInvitation(unit, hashToken(token), now);
       if (!invitation) return undefined;
-      if (await this.addressSignsIn(invitation.email, unit)) throw addressTaken();
       const member: MemberRecord = { id: newMemberId(), accountId: invitation.accountId, email: invitation.email, role: invitation.role, createdAt: now, passwordHash };
       await this.repo.insert(unit, member);
       const { passwordHash: _, ...shown } = member;
@@ -205,8 +208,8 @@ export class MemberService {
   }
 
   /** Whether an address already signs in: an account's own or a member's. */
-  private async addressSignsIn(email: string, unit?: Unit): Promise<boolean> {
-    return (await this.accounts.findByEmail(email)) !== undefined || (await this.repo.findByEmail(email, unit)) !== undefined;
+  private async addressSignsIn(email: string): Promise<boolean> {
+    return (await this.accounts.findByEmail(email)) !== undefined || (await this.repo.findByEmail(email)) !== undefined;
   }
 }
 

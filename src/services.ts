@@ -1,6 +1,6 @@
 import type { WebhookConfig } from './config.ts';
 import { SecretBox } from './core/secret-box.ts';
-import { EventBus } from './core/unit-of-work.ts';
+import { EventBus, type Unit } from './core/unit-of-work.ts';
 import { SqlAccountRepository } from './modules/accounts/repository.ts';
 import { AccountService } from './modules/accounts/service.ts';
 import { SqlActivityRepository } from './modules/activity/repository.ts';
@@ -9,6 +9,8 @@ import { SqlDashboardRepository } from './modules/dashboard/repository.ts';
 import { DashboardAuthService } from './modules/dashboard/service.ts';
 import { SqlMemberRepository } from './modules/members/repository.ts';
 import { MemberService } from './modules/members/service.ts';
+import { SqlTwoFactorRepository } from './modules/two-factor/repository.ts';
+import { TwoFactorService } from './modules/two-factor/service.ts';
 import { SqlAuditRepository } from './modules/audit/repository.ts';
 import { AuditService } from './modules/audit/service.ts';
 import { SqlApiKeyRepository } from './modules/api-keys/repository.ts';
@@ -122,10 +124,15 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
     { baseUrl, onBackgroundError, clock, cliSecrets: options.stripeCliWebhookSecret ? { stripe: options.stripeCliWebhookSecret } : {} },
   );
   const dashboardRepository = new SqlDashboardRepository(store);
-  const members = new MemberService(new SqlMemberRepository(store), units, accounts, dashboardRepository, mail, baseUrl, clock);
-  const dashboard = new DashboardAuthService(dashboardRepository, units, accounts, members, mail, baseUrl, clock);
+  const twoFactor = new TwoFactorService(new SqlTwoFactorRepository(store), units, new SecretBox(secretKey, 'two-factor'), clock);
+  const memberRemoved = async (unit: Unit, memberId: string) => {
+    await dashboardRepository.endSessionsOfMember(unit, memberId);
+    await twoFactor.forget(unit, memberId);
+  };
+  const members = new MemberService(new SqlMemberRepository(store), units, accounts, memberRemoved, mail, baseUrl, clock);
+  const dashboard = new DashboardAuthService(dashboardRepository, units, accounts, members, twoFactor, mail, baseUrl, clock);
   const activity = new ActivityService(new SqlActivityRepository(store), units, clock);
-  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, idempotency, dashboard, members, activity };
+  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, idempotency, dashboard, members, twoFactor, activity };
 }
 
 export type Services = ReturnType<typeof createServices>;

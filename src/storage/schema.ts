@@ -292,6 +292,37 @@ export interface MembersTable {
   created_at: number;
 }
 
+/** Two-factor sign-in per member (migration 024); `member_id` is the account's id for its first owner. */
+export interface TwoFactorTable {
+  member_id: string;
+  account_id: string;
+  secret_sealed: string;
+  enabled_at: number | null;
+  last_step: number | null;
+  created_at: number;
+}
+
+export interface TwoFactorRecoveryCodesTable {
+  member_id: string;
+  code_hash: string;
+  account_id: string;
+  used_at: number | null;
+}
+
+export interface TwoFactorRequiredTable {
+  account_id: string;
+  created_at: number;
+}
+
+/** A password accepted, a second factor awaited (migration 024). */
+export interface SignInChallengesTable {
+  token_hash: string;
+  account_id: string;
+  member_id: string;
+  attempts: number;
+  expires_at: number;
+}
+
 /** Single-use invitations, by the SHA-256 of the link's secret (migration 024). */
 export interface MemberInvitationsTable {
   token_hash: string;
@@ -355,6 +386,10 @@ export interface Database {
   dashboard_sessions: DashboardSessionsTable;
   members: MembersTable;
   member_invitations: MemberInvitationsTable;
+  two_factor: TwoFactorTable;
+  two_factor_recovery_codes: TwoFactorRecoveryCodesTable;
+  two_factor_required: TwoFactorRequiredTable;
+  sign_in_challenges: SignInChallengesTable;
   dashboard_password_resets: DashboardPasswordResetsTable;
   dashboard_email_changes: DashboardEmailChangesTable;
   activity_daily: ActivityDailyTable;

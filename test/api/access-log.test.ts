@@ -116,7 +116,7 @@ describe('access log', () => {
     const logged = await loggedApp(ctx, { logLevel: 'trace' });
     app = logged.app;
     const session = await ctx.services.dashboard.logIn(t.email, 'correct horse battery');
-    const cookie = `tessera_dashboard=${session!.token}`;
+    const cookie = `tessera_dashboard=${(session as { token: string }).token}`;
     const last = l.key.slice(-5);
     const encoded = l.key.replaceAll('-', '%2D');
     const lower = l.key.toLowerCase();

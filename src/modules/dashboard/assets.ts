@@ -80,6 +80,8 @@ dl.facts dd { margin: 2px 0 0; font-weight: 600; overflow-wrap: anywhere; }
 .legend .v::before { background: #93c5fd; }
 .product-image { max-width: 240px; max-height: 160px; border-radius: 8px; border: 1px solid var(--line); display: block; margin-bottom: 10px; }
 details.more summary { cursor: pointer; color: var(--brand); font-weight: 600; }
+svg.qr { width: 200px; height: 200px; display: block; margin: 8px 0; }
+ul.codes { columns: 2; list-style: none; padding: 0; }
 form.inline { display: inline-flex; gap: 6px; align-items: center; margin: 0 6px 6px 0; }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 @media (max-width: 560px) {

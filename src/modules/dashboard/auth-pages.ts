@@ -74,6 +74,23 @@ ${input({ name: 'password', label: 'New password', type: 'password', form: { ...
   });
 }
 
+/** The second step of a sign-in with two-factor on: a code from the app, or a recovery code. */
+export function codePage(d: { form: FormState; csrf: string; next?: string }): string {
+  return page({
+    title: 'Two-factor sign-in',
+    narrow: true,
+    content: html`<form class="panel" method="post" action="/dashboard/login/code" novalidate>
+<h1>Two-factor sign-in</h1>
+<p class="lead">Enter the 6-digit code your authenticator app shows, or one of your recovery codes.</p>
+${formError(d.form)}
+${csrfInput(d.csrf)}
+${d.next && html`<input type="hidden" name="next" value="${d.next}">`}
+${input({ name: 'code', label: 'Code', form: { ...d.form, values: {} }, required: true, attrs: html` autocomplete="one-time-code" inputmode="text" maxlength="20"` })}
+<div class="form-foot"><button type="submit">Continue</button><a href="/dashboard/login">Start again</a></div>
+</form>`,
+  });
+}
+
 /** An invitation's page: the invitee chooses a password and joins (a GET changes nothing: mail scanners open links). */
 export function invitationPage(d: { form: FormState; csrf: string; token: string; email: string; role: string }): string {
   return page({

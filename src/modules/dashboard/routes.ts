@@ -12,7 +12,7 @@ import type { Services } from '../../services.ts';
 import type { Account } from '../accounts/service.ts';
 import { IMAGE_MAX_BYTES } from '../product-images/service.ts';
 import { DASHBOARD_CSS, DASHBOARD_JS } from './assets.ts';
-import { accountFormPage, emailConfirmPage, forgotPage, invitationPage, loginPage, messagePage, resetPage } from './auth-pages.ts';
+import { accountFormPage, codePage, emailConfirmPage, forgotPage, invitationPage, loginPage, messagePage, resetPage } from './auth-pages.ts';
 import { fieldErrors, type FormBody } from './forms.ts';
 import { NOTICES } from './screen.ts';
 import { SCREENS } from './screens.ts';
@@ -61,6 +61,10 @@ export interface DashboardRouteOptions {
 
 const SESSION_COOKIE = 'tessera_dashboard';
 const CSRF_COOKIE = 'tessera_dashboard_csrf';
+/** A password accepted, a two-factor code awaited: the challenge's secret (5 minutes). */
+const CHALLENGE_COOKIE = 'tessera_dashboard_2fa';
+/** Where a member whose account requires two-factor sign-in goes until they have set it up. */
+const TWO_FACTOR_PAGE = '/dashboard/account/two-factor';
 const FORM_LIMIT = 64 * 1024;
 const MINUTE = 60_000;
 const SESSION_COOKIE_MAX_AGE = 30 * 24 * 3600; // the server ends idle sessions after 7 days; the cookie only outlives them
@@ -69,6 +73,7 @@ const AUTH_NOTICES = new Map<string | undefined, Notice>([
   ['signed-out', { tone: 'ok', text: 'You are logged out.' }],
   ['session-ended', { tone: 'warn', text: 'Your session has ended. Log in again to continue.' }],
   ['password-reset', { tone: 'ok', text: 'Your password is changed. Log in with the new one.' }],
+  ['code-expired', { tone: 'warn', text: 'That sign-in expired or had too many wrong codes. Log in again.' }],
 ]);
 
 /** Only a path inside the dashboard: never another site (no open redirect). */
@@ -114,6 +119,7 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
 
   const csrfCookie = new CsrfCookie(csrf, CSRF_COOKIE, { path: '/dashboard', secure: secureCookies });
   const sessionCookie = (value: string, maxAge: number) => cookie(SESSION_COOKIE, value, { path: '/dashboard', secure: secureCookies, maxAge });
+  const challengeCookie = (value: string, maxAge: number) => cookie(CHALLENGE_COOKIE, value, { path: '/dashboard', secure: secureCookies, maxAge });
   const setSession = (reply: FastifyReply, signedIn: SignedIn) => reply.header('set-cookie', sessionCookie(signedIn.token, SESSION_COOKIE_MAX_AGE));
   const signIn = (reply: FastifyReply, signedIn: SignedIn, next = '/dashboard') => setSession(reply, signedIn).redirect(next, 303);
 
@@ -204,6 +210,11 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
     if (!csrfCookie.verify(req, body.csrf)) return refused(reply, '/dashboard/login');
     const email = (body.email ?? '').trim();
     const signedIn = email && body.password ? await auth.logIn(email, body.password) : undefined;
+    if (signedIn && 'challenge' in signedIn) {
+      const next = safeNext(body.next);
+      void reply.header('set-cookie', challengeCookie(signedIn.challenge, 300));
+      return reply.redirect(`/dashboard/login/code${next ? `?next=${encodeURIComponent(next)}` : ''}`, 303);
+    }
     if (signedIn) return signIn(reply, signedIn, safeNext(body.next));
     // One message whether or not the address has an account.
     const page = loginPage({
@@ -213,6 +224,27 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
       signupOpen,
     });
     return send(reply, 401, page);
+  });
+
+  app.get('/dashboard/login/code', { config: pageLimit }, async (req, reply) => {
+    if (!readCookie(req.headers.cookie, CHALLENGE_COOKIE)) return reply.redirect('/dashboard/login', 303);
+    return send(reply, 200, codePage({ form: emptyForm(), csrf: csrfCookie.token(req, reply), next: safeNext((req.query as { next?: string }).next) }));
+  });
+
+  // Codes are limited three ways: 5 per challenge (then the password again), the password's own
+  // limits on challenges, and this route's per-client limit.
+  app.post('/dashboard/login/code', { config: loginLimit, bodyLimit: FORM_LIMIT }, async (req, reply) => {
+    const body = form(req);
+    if (!csrfCookie.verify(req, body.csrf)) return refused(reply, '/dashboard/login');
+    const challenge = readCookie(req.headers.cookie, CHALLENGE_COOKIE);
+    const answer = challenge && challenge.length <= 128 ? await auth.answerChallenge(challenge, (body.code ?? '').slice(0, 40)) : 'dead';
+    if (answer === 'dead') return reply.header('set-cookie', challengeCookie('', 0)).redirect('/dashboard/login?notice=code-expired', 303);
+    if (answer === 'wrong') {
+      const page = codePage({ form: { values: {}, errors: { code: 'This code is not right, or was used already.' } }, csrf: csrfCookie.token(req, reply), next: safeNext(body.next) });
+      return send(reply, 401, page);
+    }
+    void reply.header('set-cookie', challengeCookie('', 0));
+    return signIn(reply, answer, safeNext(body.next));
   });
 
   app.get('/dashboard/forgot', { config: pageLimit }, async (req, reply) =>
@@ -357,7 +389,13 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
       };
       // The one role check of every signed-in page and action, before its body is read: the area
       // its screen (or the route itself) names, read for GET, write for anything else.
-      if (!req.is404) requireAccess(principal.access, req.routeOptions.config.area, actionOf(req.method));
+      if (req.is404) return;
+      requireAccess(principal.access, req.routeOptions.config.area, actionOf(req.method));
+      // An account that requires two-factor sign-in lets a member without it only set it up.
+      if (!(req.routeOptions.url ?? '').startsWith(TWO_FACTOR_PAGE) && (await services.twoFactor.isRequired(principal.accountId)) && !(await services.twoFactor.isEnabled(current.member.id))) {
+        if (req.method !== 'GET') throw new AppError('insufficient_scope', 'Set up two-factor sign-in first.');
+        return reply.redirect(`${TWO_FACTOR_PAGE}?notice=two-factor-required`, 303);
+      }
     });
     // Every request that may change something carries the token bound to this session, whatever its
     // body's type (urlencoded, multipart, JSON); without one the handler never runs.

@@ -9,7 +9,8 @@ import { paymentsScreen } from './screens/payments.ts';
 import { portalScreen } from './screens/portal.ts';
 import { productsScreen } from './screens/products.ts';
 import { tokensScreen } from './screens/tokens.ts';
+import { twoFactorScreen } from './screens/two-factor.ts';
 import { webhooksScreen } from './screens/webhooks.ts';
 
 /** The dashboard's screens in navigation order: a new screen is one file in screens/ and one line here. */
-export const SCREENS: Screen[] = [homeScreen, productsScreen, tokensScreen, licensesScreen, apiKeysScreen, portalScreen, paymentsScreen, webhooksScreen, activityScreen, membersScreen, accountScreen];
+export const SCREENS: Screen[] = [homeScreen, productsScreen, tokensScreen, licensesScreen, apiKeysScreen, portalScreen, paymentsScreen, webhooksScreen, activityScreen, membersScreen, accountScreen, twoFactorScreen];

@@ -7,7 +7,8 @@ import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import { type Account, type AccountService, emailInUse } from '../accounts/service.ts';
 import type { MailQueue } from '../mail/queue.ts';
 import { emailChangedMail, emailChangeMail, passwordResetMail } from '../mail/templates.ts';
-import type { Member, MemberService, MemberSessions } from '../members/service.ts';
+import type { Member, MemberService } from '../members/service.ts';
+import type { TwoFactorService } from '../two-factor/service.ts';
 
 const MINUTE = 60_000;
 export const SESSION_IDLE_MS = 7 * 24 * 60 * MINUTE;
@@ -40,7 +41,9 @@ export interface EmailChange {
   createdAt: number;
 }
 
-export interface DashboardRepository extends MemberSessions {
+export interface DashboardRepository {
+  /** Ends every session of one member (when they are removed). */
+  endSessionsOfMember(unit: Unit, memberId: string): Promise<void>;
   insertSession(unit: Unit, tokenHash: string, session: DashboardSession): Promise<void>;
   /** The session whose cookie hashes to `tokenHash`, unless idle since `seenAfter` or earlier. */
   findSession(tokenHash: string, seenAfter: number): Promise<DashboardSession | undefined>;
@@ -91,6 +94,7 @@ export class DashboardAuthService {
     private readonly units: UnitRunner,
     private readonly accounts: AccountService,
     private readonly members: MemberService,
+    private readonly twoFactor: TwoFactorService,
     private readonly mail: MailQueue,
     private readonly baseUrl: string,
     private readonly clock: () => number = Date.now,
@@ -116,15 +120,28 @@ export class DashboardAuthService {
   /**
    * undefined for a wrong address or password alike: the caller shows one message for both. The
    * address is an account's own sign-in (its first owner) or an invited member's; either way exactly
-   * one argon2 verify runs, a decoy's when the address is unknown.
+   * one argon2 verify runs, a decoy's when the address is unknown. With two-factor sign-in on, the
+   * right password yields a challenge, not a session: the code completes it (`answerChallenge`).
    */
-  async logIn(email: string, password: string): Promise<SignedIn | undefined> {
+  async logIn(email: string, password: string): Promise<SignedIn | { challenge: string } | undefined> {
+    let who: { accountId: string; memberId: string } | undefined;
     if (await this.accounts.findByEmail(email)) {
       const account = await this.accounts.verifyPassword(email, password);
-      return account && this.startSession(account.id, account.id);
+      who = account && { accountId: account.id, memberId: account.id };
+    } else {
+      const member = await this.members.verifyPassword(email, password);
+      who = member && { accountId: member.accountId, memberId: member.id };
     }
-    const member = await this.members.verifyPassword(email, password);
-    return member && this.startSession(member.accountId, member.id);
+    if (!who) return undefined;
+    if (await this.twoFactor.isEnabled(who.memberId)) return { challenge: await this.twoFactor.challenge(who.accountId, who.memberId) };
+    return this.startSession(who.accountId, who.memberId);
+  }
+
+  /** The second step of a sign-in: a session for the right code; 'wrong' or 'dead' (start again) otherwise. */
+  async answerChallenge(challenge: string, code: string): Promise<SignedIn | 'wrong' | 'dead'> {
+    const answer = await this.twoFactor.answer(challenge, code);
+    if (typeof answer === 'string') return answer;
+    return this.startSession(answer.accountId, answer.memberId);
   }
 
   /** The session, its account and its member as they are now: a removed member's session has ended. */

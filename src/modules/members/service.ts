@@ -61,10 +61,8 @@ export interface MemberRepository {
   deleteInvitation(unit: Unit, accountId: string, id: string): Promise<number>;
 }
 
-/** Ends a removed member's sessions in the removal's unit (the dashboard's sessions). */
-export interface MemberSessions {
-  endSessionsOfMember(unit: Unit, memberId: string): Promise<void>;
-}
+/** What else goes when a member is removed, in the removal's unit: their sessions, their two-factor data. */
+export type OnMemberRemoved = (unit: Unit, memberId: string) => Promise<void>;
 
 const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
 const checkRole = (role: string, path = 'role'): Role => {
@@ -86,7 +84,7 @@ export class MemberService {
     private readonly repo: MemberRepository,
     private readonly units: UnitRunner,
     private readonly accounts: AccountService,
-    private readonly sessions: MemberSessions,
+    private readonly onRemoved: OnMemberRemoved,
     private readonly mail: MailQueue,
     private readonly baseUrl: string,
     private readonly clock: () => number = Date.now,
@@ -196,7 +194,7 @@ export class MemberService {
     if (memberId === principal.accountId) throw firstOwnerStays();
     const removed = await this.units.run(async (unit) => {
       const n = await this.repo.delete(unit, principal.accountId, memberId);
-      if (n > 0) await this.sessions.endSessionsOfMember(unit, memberId);
+      if (n > 0) await this.onRemoved(unit, memberId);
       return n;
     });
     if (removed === 0) throw notFound('Member');

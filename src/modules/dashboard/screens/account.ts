@@ -35,6 +35,7 @@ ${input({ name: 'password', label: 'Your password', type: 'password', form: { ..
 <div class="grid top">
 <section class="card" aria-labelledby="who-title"><h2 id="who-title">Your account</h2>
 <dl class="facts"><div><dt>E-mail</dt><dd>${member.email}</dd></div><div><dt>Role</dt><dd>${ROLE_NAMES[member.role]}${member.firstOwner ? ' (first owner)' : ''}</dd></div><div><dt>Plan</dt><dd>${account.plan === 'plus' ? 'Plus' : 'Free'}</dd></div><div><dt>Since</dt><dd>${when(account.createdAt)}</dd></div></dl>
+<p><a href="/dashboard/account/two-factor">Two-factor sign-in</a></p>
 <p class="hint">${account.plan === 'plus' ? 'Plus includes product images in purchase e-mails.' : 'The plus plan adds product images to purchase e-mails; your server operator changes plans with the CLI.'}</p>
 </section>
 ${member.firstOwner ? emailChangeForm : html`<section class="panel"><h2>Your e-mail address</h2><p class="hint">You were invited with this address. To sign in with another one, ask an owner to invite it.</p></section>`}

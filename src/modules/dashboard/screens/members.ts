@@ -7,15 +7,16 @@ import { ROLE_HINTS, ROLE_NAMES } from '../../members/roles.ts';
 import { INVITATION_VALIDITY_MS } from '../../members/service.ts';
 import { fieldErrors } from '../forms.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen } from '../screen.ts';
-import { actionButton, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, select, table, when } from '../views.ts';
+import { actionButton, checkbox, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, select, table, when } from '../views.ts';
 
 const SECTION = '/dashboard/members';
 const ROLE_OPTIONS = ROLES.map((r) => ({ value: r, label: `${ROLE_NAMES[r]}: ${ROLE_HINTS[r]}` }));
 
-async function membersPage(req: FastifyRequest, reply: FastifyReply, services: Services, o: { status?: number; form?: FormState } = {}) {
+async function membersPage(req: FastifyRequest, reply: FastifyReply, services: Services, o: { status?: number; form?: FormState; securityForm?: FormState } = {}) {
   const { principal, member: me, viewer } = req.dashboard;
   const members = await services.members.list(principal);
   const invitations = await services.members.invitations(principal);
+  const required = await services.twoFactor.isRequired(principal.accountId);
   // Owners manage; admins see the list (core/access.ts). The forms are shown to those who may send them.
   const manages = permits(principal.access, 'members', 'write');
   const form = o.form ?? emptyForm({ email: '', role: 'support' });
@@ -59,7 +60,13 @@ ${select({ name: 'role', label: 'Role', form, options: ROLE_OPTIONS })}
 </form>`
     : html`<section class="panel"><h2>Managing members</h2><p class="hint">Owners invite, change roles and remove members.</p></section>`
 }
-</div>`,
+</div>
+<form class="panel spaced" method="post" action="${SECTION}/two-factor" novalidate>
+<h2>Two-factor sign-in</h2>
+${formError(o.securityForm ?? emptyForm())}
+<p class="hint">${required ? 'Required: every member signs in with a code from their app; members without it must set it up before anything else.' : 'Optional: each member chooses.'}</p>
+${manages ? html`${csrfInput(viewer.csrf)}${checkbox({ name: 'required', label: 'Require two-factor sign-in for every member', form: { values: { required: required ? 'on' : undefined }, errors: o.securityForm?.errors ?? {} } })}<div class="form-foot"><button type="submit">Save</button></div>` : ''}
+</form>`,
   });
 }
 
@@ -71,6 +78,7 @@ export const membersScreen: Screen = {
     'role-changed': { tone: 'ok', text: 'Role changed. It applies from their next click.' },
     'member-removed': { tone: 'ok', text: 'Member removed. They are signed out.' },
     'invitation-revoked': { tone: 'ok', text: 'Invitation revoked. Its link no longer works.' },
+    'two-factor-saved': { tone: 'ok', text: 'Two-factor sign-in setting saved.' },
   },
   routes: async (app, { services }) => {
     app.get(SECTION, async (req, reply) => membersPage(req, reply, services));
@@ -84,6 +92,17 @@ export const membersScreen: Screen = {
         const errors = fieldErrors(error);
         if (!errors) throw error;
         return membersPage(req, reply, services, { status: 400, form: { values: f, errors } });
+      }
+    });
+
+    app.post(`${SECTION}/two-factor`, async (req, reply) => {
+      try {
+        await services.twoFactor.setRequired(req.dashboard.member, formOf(req).required === 'on');
+        return redirectWith(reply, SECTION, 'two-factor-saved');
+      } catch (error) {
+        const errors = fieldErrors(error);
+        if (!errors) throw error;
+        return membersPage(req, reply, services, { status: 400, securityForm: { values: {}, errors } });
       }
     });
 

@@ -1,7 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { canonicalEmail, isValidEmail, normalizeEmail } from '../../core/email.ts';
 import { AppError, invalidRequest } from '../../core/errors.ts';
-import type { Role } from '../../core/access.ts';
 import type { Principal } from '../../core/principal.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import { type Account, type AccountService, emailInUse } from '../accounts/service.ts';

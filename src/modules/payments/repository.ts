@@ -27,6 +27,8 @@ const toMapping = (r: Selectable<PriceMappingsTable>): PriceMapping => ({
   offsetDays: r.offset_days,
   fixedExpiresAt: r.fixed_expires_at,
   createdAt: r.created_at,
+  billing: r.billing,
+  graceDays: r.grace_days,
 });
 
 const toPurchase = (r: Selectable<PurchasesTable>, licenseKeys: string[]): Purchase => ({
@@ -39,6 +41,7 @@ const toPurchase = (r: Selectable<PurchasesTable>, licenseKeys: string[]): Purch
   amountTotal: r.amount_total,
   currency: r.currency,
   status: r.status,
+  kind: r.kind,
   invoiceId: r.invoice_id,
   createdAt: r.created_at,
   licenseKeys,
@@ -141,6 +144,8 @@ export class SqlPaymentRepository implements PaymentRepository {
           offset_days: m.offsetDays,
           fixed_expires_at: m.fixedExpiresAt,
           created_at: m.createdAt,
+          billing: m.billing,
+          grace_days: m.graceDays,
         })
         .onConflict((oc) => oc.columns(['account_id', 'provider', 'price_id']).doNothing()),
     );
@@ -191,6 +196,7 @@ export class SqlPaymentRepository implements PaymentRepository {
           amount_total: p.amountTotal,
           currency: p.currency,
           status: p.status,
+          kind: p.kind,
           invoice_id: p.invoiceId,
           created_at: p.createdAt,
           updated_at: p.createdAt,

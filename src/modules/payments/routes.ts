@@ -71,6 +71,22 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
   );
 
   app.post(
+    '/payments/stripe/refresh-endpoint',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'refresh-stripe-endpoint',
+        summary: "Update the Stripe endpoint's events",
+        description:
+          'Makes the webhook endpoint at Stripe listen to every event the service handles now (connections made before subscriptions keep their old list until then). 400 payments_not_connected without a connection; 400 invalid_request when the endpoint is gone at Stripe (connect again).',
+        response: { 200: ConnectionReply, ...errorResponses(400, 401, 403, 502) },
+      },
+    },
+    async (req) => connectionView(await payments.refreshEndpoint(req.principal, STRIPE)),
+  );
+
+  app.post(
     '/products/:productId/prices',
     {
       schema: {
@@ -79,15 +95,15 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
         operationId: 'create-price-mapping',
         summary: 'Map a Stripe price to the product',
         description:
-          'A purchase of the price then creates a license of this product. The price must exist at Stripe (400 otherwise) and maps to one product of the account (409 price_already_mapped).',
+          'A purchase of the price then creates a license of this product. The price must exist at Stripe (400 otherwise) and maps to one product of the account (409 price_already_mapped). With billing subscription, the license follows the subscription: licenseType timed, no offsetDays or fixedExpiresAt, graceDays 0 to 60 (default 7).',
         params: ProductParams,
         body: CreateMappingBody,
         response: { 200: PriceMappingReply, ...errorResponses(400, 401, 403, 404, 409, 502) },
       },
     },
     async (req) => {
-      const { licenseType, ...rest } = req.body;
-      return mappingView(await payments.addMapping(req.principal, req.params.productId, STRIPE, { ...rest, licenseType: licenseType as 'perpetual' | 'timed' }));
+      const { licenseType, billing, ...rest } = req.body;
+      return mappingView(await payments.addMapping(req.principal, req.params.productId, STRIPE, { ...rest, billing: billing as 'one_time' | 'subscription' | undefined, licenseType: licenseType as 'perpetual' | 'timed' }));
     },
   );
 

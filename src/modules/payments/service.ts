@@ -4,11 +4,13 @@ import type { PurchaseSnapshot } from '../../core/events.ts';
 import { randomBase62 } from '../../core/ids.ts';
 import type { Principal } from '../../core/principal.ts';
 import type { SecretBox } from '../../core/secret-box.ts';
-import { parseTimestamp } from '../../core/time.ts';
+import { parseTimestamp, toIsoOrNull } from '../../core/time.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { LicenseService } from '../licenses/service.ts';
 import type { ProductService } from '../products/service.ts';
-import type { Invoice, LineItem, PaidPurchase, PaymentProvider, ReversedPayment } from './provider.ts';
+import { DEFAULT_GRACE_DAYS, type SubscriptionService } from '../subscriptions/service.ts';
+import type { SubscriptionRef } from '../subscriptions/types.ts';
+import type { Invoice, LineItem, PaidPurchase, PaymentProvider, ReversedPayment, Subscription } from './provider.ts';
 import type { Connection, CustomerScope, PaymentRepository, PriceMapping, Purchase, PurchasePage } from './types.ts';
 
 export interface MappingInput {
@@ -17,6 +19,8 @@ export interface MappingInput {
   licenseType: 'perpetual' | 'timed';
   offsetDays?: number;
   fixedExpiresAt?: string;
+  billing?: 'one_time' | 'subscription';
+  graceDays?: number;
 }
 
 /** What a notification did (the route answers 200 for all of them). */
@@ -24,6 +28,8 @@ export type NotificationOutcome =
   | { outcome: 'fulfilled' | 'unmapped'; purchase: Purchase }
   | { outcome: 'duplicate' }
   | { outcome: 'reversed'; purchases: Purchase[] }
+  | { outcome: 'subscription'; licenses: number; unmappedPrices: string[] }
+  | { outcome: 'payment_failed'; licenses: number }
   | { outcome: 'ignored'; type: string; malformed?: string };
 
 export const PURCHASE_LIMIT_DEFAULT = 50;
@@ -43,6 +49,7 @@ export const purchaseSnapshot = (p: Purchase): PurchaseSnapshot => ({
   amountTotal: p.amountTotal,
   currency: p.currency,
   status: p.status,
+  kind: p.kind,
   licenseKeys: [...p.licenseKeys],
   hasInvoice: p.invoiceId !== null,
   createdAt: p.createdAt,
@@ -62,17 +69,30 @@ function decodeCursor(cursor: string): { createdAt: number; id: string } {
   throw invalidRequest('query.cursor', 'is not a cursor this API returned');
 }
 
-/** A mapping's rule checked: `timed` needs exactly one of offsetDays and fixedExpiresAt, `perpetual` neither. */
-function checkMapping(input: MappingInput): Pick<PriceMapping, 'licenseType' | 'offsetDays' | 'fixedExpiresAt'> {
+type MappingRule = Pick<PriceMapping, 'licenseType' | 'offsetDays' | 'fixedExpiresAt' | 'billing' | 'graceDays'>;
+
+/**
+ * A mapping's rule checked: `timed` needs exactly one of offsetDays and fixedExpiresAt, `perpetual`
+ * neither; a subscription's licenses are timed, their expiry the subscription's (graceDays, default 7).
+ */
+function checkMapping(input: MappingInput): MappingRule {
   const hasOffset = input.offsetDays !== undefined;
   const hasFixed = input.fixedExpiresAt !== undefined;
+  if (input.billing === 'subscription') {
+    if (input.licenseType !== 'timed') throw invalidRequest('licenseType', 'must be timed for a subscription: the license follows the subscription');
+    if (hasOffset) throw invalidRequest('offsetDays', 'is not for subscriptions: the expiry follows the subscription');
+    if (hasFixed) throw invalidRequest('fixedExpiresAt', 'is not for subscriptions: the expiry follows the subscription');
+    return { billing: 'subscription', licenseType: 'timed', offsetDays: null, fixedExpiresAt: null, graceDays: input.graceDays ?? DEFAULT_GRACE_DAYS };
+  }
+  if (input.graceDays !== undefined) throw invalidRequest('graceDays', 'is only for subscriptions');
+  const oneTime = { billing: 'one_time', graceDays: null } as const;
   if (input.licenseType === 'perpetual') {
     if (hasOffset) throw invalidRequest('offsetDays', 'is only for timed licenses');
     if (hasFixed) throw invalidRequest('fixedExpiresAt', 'is only for timed licenses');
-    return { licenseType: 'perpetual', offsetDays: null, fixedExpiresAt: null };
+    return { ...oneTime, licenseType: 'perpetual', offsetDays: null, fixedExpiresAt: null };
   }
   if (hasOffset === hasFixed) throw invalidRequest(hasOffset ? 'fixedExpiresAt' : 'offsetDays', 'a timed mapping needs exactly one of offsetDays and fixedExpiresAt');
-  return { licenseType: 'timed', offsetDays: input.offsetDays ?? null, fixedExpiresAt: hasFixed ? parseTimestamp(input.fixedExpiresAt!, 'fixedExpiresAt') : null };
+  return { ...oneTime, licenseType: 'timed', offsetDays: input.offsetDays ?? null, fixedExpiresAt: hasFixed ? parseTimestamp(input.fixedExpiresAt!, 'fixedExpiresAt') : null };
 }
 
 /** A failure of the provider while fulfilling: a 500, so the provider delivers the event again. */
@@ -112,6 +132,7 @@ export class PaymentService {
     providers: PaymentProvider[],
     private readonly products: ProductService,
     private readonly licenses: LicenseService,
+    private readonly subscriptions: SubscriptionService,
     private readonly secrets: SecretBox,
     options: PaymentServiceOptions,
   ) {
@@ -187,6 +208,18 @@ export class PaymentService {
       if (!(error instanceof AppError && error.code === 'invalid_provider_key')) throw error;
     }
     await this.units.run((unit) => this.repo.deleteConnection(unit, principal.accountId, current.id));
+  }
+
+  /**
+   * Makes the connection's endpoint at the provider listen to every event the service handles now:
+   * connections made before subscriptions existed keep their old list until then.
+   */
+  async refreshEndpoint(principal: Principal, providerName: string): Promise<Connection> {
+    const provider = this.provider(providerName);
+    const connection = await this.repo.findConnection(principal.accountId, providerName);
+    if (!connection) throw new AppError('payments_not_connected', `No ${providerName} account is connected.`);
+    await provider.refreshEndpoint(this.apiKey(connection), connection.webhookEndpointId);
+    return connection;
   }
 
   async addMapping(principal: Principal, productId: string, providerName: string, input: MappingInput): Promise<PriceMapping> {
@@ -276,10 +309,56 @@ export class PaymentService {
       case 'paid': {
         // A redelivery of a fulfilled purchase costs no call to the provider.
         if (await this.repo.findPurchaseBySession(connection.accountId, providerName, notification.sessionId)) return { outcome: 'duplicate' };
+        if (notification.subscriptionId) return this.fulfilSubscription(principal, provider, connection, notification, notification.subscriptionId);
         const items = await provider.lineItems(this.apiKey(connection), notification.sessionId).catch(retryLater);
-        return this.fulfil(principal, providerName, notification, items);
+        return this.units.run((unit) => this.fulfil(unit, principal, providerName, notification, items, null));
+      }
+      case 'subscription': {
+        const ref = { accountId: connection.accountId, provider: providerName, subscriptionId: notification.subscriptionId };
+        const outcome = await this.subscriptions.follow(
+          ref,
+          () => provider.subscription(this.apiKey(connection), notification.subscriptionId).catch(retryLater),
+          async (unit, sub, previous) => {
+            const plans = await this.plansFor(unit, principal.accountId, providerName, sub?.items ?? []);
+            return this.subscriptions.apply(unit, principal, ref, sub, previous, plans);
+          },
+          { eventId: notification.eventId },
+        );
+        return outcome === 'duplicate' ? { outcome } : { outcome: 'subscription', ...outcome };
+      }
+      case 'payment_failed': {
+        const ref = { accountId: connection.accountId, provider: providerName, subscriptionId: notification.subscriptionId };
+        return this.units.run(async (unit): Promise<NotificationOutcome> => {
+          if (!(await this.subscriptions.recordEvent(unit, ref, notification.eventId))) return { outcome: 'duplicate' };
+          return { outcome: 'payment_failed', licenses: await this.subscriptions.paymentFailed(unit, principal, ref, notification) };
+        });
       }
     }
+  }
+
+  private async plansFor(unit: Unit, accountId: string, providerName: string, items: { priceId: string | null }[]): Promise<Map<string, PriceMapping>> {
+    const priceIds = [...new Set(items.flatMap((i) => (i.priceId ? [i.priceId] : [])))];
+    return new Map((await this.repo.mappingsFor(unit, accountId, providerName, priceIds)).map((m) => [m.priceId, m]));
+  }
+
+  /**
+   * A checkout in subscription mode: the subscription's items are its line items, each mapped one
+   * a license linked to the subscription, with the expiry its current state gives. It runs as any
+   * event about the subscription does (SubscriptionService.follow), so it never applies a state older
+   * than one an event applied meanwhile.
+   */
+  private async fulfilSubscription(principal: Principal, provider: PaymentProvider, connection: Connection, paid: PaidPurchase, subscriptionId: string): Promise<NotificationOutcome> {
+    const ref = { accountId: connection.accountId, provider: provider.name, subscriptionId };
+    const outcome = await this.subscriptions.follow(
+      ref,
+      () => provider.subscription(this.apiKey(connection), subscriptionId).catch(retryLater),
+      (unit, sub) => {
+        const items: LineItem[] = (sub?.items ?? []).map((i) => ({ id: i.id, priceId: i.priceId, quantity: i.quantity }));
+        return this.fulfil(unit, principal, provider.name, paid, items, sub && { ref, sub });
+      },
+      { done: async () => (await this.repo.findPurchaseBySession(connection.accountId, provider.name, paid.sessionId)) !== undefined },
+    );
+    return outcome === 'duplicate' ? { outcome } : outcome;
   }
 
   /** The endpoint's own secret; for a test-mode connection also the CLI's, when the server is given one. */
@@ -293,52 +372,61 @@ export class PaymentService {
     }
   }
 
-  private fulfil(principal: Principal, providerName: string, paid: PaidPurchase, items: LineItem[]): Promise<NotificationOutcome> {
+  /** One unit: the purchase and a license per mapped item (linked to the subscription, in subscription mode). */
+  private async fulfil(
+    unit: Unit,
+    principal: Principal,
+    providerName: string,
+    paid: PaidPurchase,
+    items: LineItem[],
+    subscription: { ref: SubscriptionRef; sub: Subscription } | null,
+  ): Promise<NotificationOutcome> {
     const now = this.clock();
-    return this.units.run(async (unit): Promise<NotificationOutcome> => {
-      if (paid.paymentId) await this.repo.lockPayment(unit, principal.accountId, providerName, paid.paymentId);
-      const priceIds = [...new Set(items.flatMap((i) => (i.priceId ? [i.priceId] : [])))];
-      const mappings = new Map((await this.repo.mappingsFor(unit, principal.accountId, providerName, priceIds)).map((m) => [m.priceId, m]));
-      // Refunded or disputed before this event got through (it was being retried): recorded as such, no license.
-      const reversed = paid.paymentId ? await this.repo.earlyReversal(unit, principal.accountId, providerName, paid.paymentId) : undefined;
-      const mapped = reversed ? [] : items.filter((i) => i.priceId !== null && mappings.has(i.priceId));
-      const purchase: Purchase = {
-        id: newPurchaseId(),
-        accountId: principal.accountId,
-        provider: providerName,
-        sessionId: paid.sessionId,
-        paymentId: paid.paymentId,
-        email: paid.email,
-        amountTotal: paid.amountTotal,
-        currency: paid.currency,
-        // Any item the operator has not mapped needs their attention, even beside mapped ones.
-        status: reversed ?? (mapped.length === items.length && items.length > 0 ? 'fulfilled' : 'unmapped'),
-        invoiceId: paid.invoiceId,
-        createdAt: now,
-        licenseKeys: [],
-      };
-      if (!(await this.repo.insertPurchase(unit, purchase, paid.email ? normalizeEmail(paid.email) : null))) return { outcome: 'duplicate' };
-      for (const item of mapped) {
-        const mapping = mappings.get(item.priceId!)!;
-        const license = await this.licenses.create(
-          principal,
-          {
-            productId: mapping.productId,
-            type: mapping.licenseType,
-            expiresAt: expiryOf(mapping, now),
-            maxDevices: Math.min(MAX_DEVICES, mapping.maxDevices * Math.max(1, item.quantity)),
-            email: paid.email,
-            // No address on the session: the license is made all the same; the operator sees it in purchases.
-            sendEmail: paid.email !== null,
-          },
-          unit,
-        );
-        await this.repo.addPurchaseLicense(unit, purchase.id, item.id, license.key);
-        purchase.licenseKeys.push(license.key);
-      }
-      await unit.emit({ type: 'purchase.completed', actor: principal.actor, occurredAt: now, purchase: purchaseSnapshot(purchase) });
-      return { outcome: purchase.status === 'unmapped' ? 'unmapped' : 'fulfilled', purchase };
-    });
+    if (paid.paymentId) await this.repo.lockPayment(unit, principal.accountId, providerName, paid.paymentId);
+    const mappings = await this.plansFor(unit, principal.accountId, providerName, items);
+    // Refunded or disputed before this event got through (it was being retried): recorded as such, no license.
+    const reversed = paid.paymentId ? await this.repo.earlyReversal(unit, principal.accountId, providerName, paid.paymentId) : undefined;
+    const mapped = reversed ? [] : items.filter((i) => i.priceId !== null && mappings.has(i.priceId));
+    const purchase: Purchase = {
+      id: newPurchaseId(),
+      accountId: principal.accountId,
+      provider: providerName,
+      sessionId: paid.sessionId,
+      paymentId: paid.paymentId,
+      email: paid.email,
+      amountTotal: paid.amountTotal,
+      currency: paid.currency,
+      // Any item the operator has not mapped needs their attention, even beside mapped ones.
+      status: reversed ?? (mapped.length === items.length && items.length > 0 ? 'fulfilled' : 'unmapped'),
+      kind: subscription ? 'subscription' : 'new',
+      invoiceId: paid.invoiceId,
+      createdAt: now,
+      licenseKeys: [],
+    };
+    if (!(await this.repo.insertPurchase(unit, purchase, paid.email ? normalizeEmail(paid.email) : null))) return { outcome: 'duplicate' };
+    for (const item of mapped) {
+      const mapping = mappings.get(item.priceId!)!;
+      const subItem = subscription?.sub.items.find((i) => i.id === item.id);
+      const expiresAt = subscription && subItem ? toIsoOrNull(this.subscriptions.expiryFor(subscription.sub, subItem, mapping)) : expiryOf(mapping, now);
+      const license = await this.licenses.create(
+        principal,
+        {
+          productId: mapping.productId,
+          type: subscription ? 'timed' : mapping.licenseType,
+          expiresAt,
+          maxDevices: Math.min(MAX_DEVICES, mapping.maxDevices * Math.max(1, item.quantity)),
+          email: paid.email,
+          // No address on the session: the license is made all the same; the operator sees it in purchases.
+          sendEmail: paid.email !== null,
+        },
+        unit,
+      );
+      await this.repo.addPurchaseLicense(unit, purchase.id, item.id, license.key);
+      if (subscription && subItem) await this.subscriptions.link(unit, subscription.ref, license.key, subItem, mapping);
+      purchase.licenseKeys.push(license.key);
+    }
+    await unit.emit({ type: 'purchase.completed', actor: principal.actor, occurredAt: now, purchase: purchaseSnapshot(purchase) });
+    return { outcome: purchase.status === 'unmapped' ? 'unmapped' : 'fulfilled', purchase };
   }
 
   /** A full refund or a dispute: every license of the purchase is revoked, once. */

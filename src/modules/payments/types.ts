@@ -26,6 +26,9 @@ export interface PriceMapping {
   offsetDays: number | null;
   fixedExpiresAt: number | null;
   createdAt: number;
+  billing: 'one_time' | 'subscription';
+  /** Subscription mappings only (else null). */
+  graceDays: number | null;
 }
 
 export interface Purchase {
@@ -38,6 +41,7 @@ export interface Purchase {
   amountTotal: number | null;
   currency: string | null;
   status: PurchaseStatus;
+  kind: PurchaseSnapshot['kind'];
   invoiceId: string | null;
   createdAt: number;
   licenseKeys: string[];

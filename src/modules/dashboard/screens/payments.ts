@@ -25,6 +25,7 @@ const MODES = [
 const STATUS_BADGE: Record<Purchase['status'], { label: string; className: string }> = {
   fulfilled: { label: 'Fulfilled', className: 'active' },
   unmapped: { label: 'Unmapped', className: 'expired' },
+  unmatched: { label: 'Unmatched', className: 'expired' },
   refunded: { label: 'Refunded', className: 'revoked' },
   disputed: { label: 'Disputed', className: 'revoked' },
 };

@@ -15,6 +15,7 @@ import { healthRoutes } from './modules/health/routes.ts';
 import { type MailOptions, registerOutboxWorker } from './modules/mail/plugin.ts';
 import { Csrf } from './http/web/csrf.ts';
 import { paymentRoutes, paymentWebhookRoutes } from './modules/payments/routes.ts';
+import { subscriptionRoutes } from './modules/subscriptions/routes.ts';
 import { portalApiRoutes, portalRoutes } from './modules/portal/routes.ts';
 import { registerActivityFlush } from './modules/activity/plugin.ts';
 import { dashboardRoutes } from './modules/dashboard/routes.ts';
@@ -111,6 +112,8 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   await app.register(portalRoutes, {
     portal: services.portal,
     invoices: services.payments,
+    billing: services.payments,
+    baseUrl: config.baseUrl,
     csrf: new Csrf(config.secretKey, 'portal'),
     // Secure cookies need https; a plain-http BASE_URL (local use) gets them without the flag.
     secureCookies: config.baseUrl.startsWith('https://'),
@@ -156,13 +159,14 @@ export async function buildApp({ config, services, logger = true, logStream, mai
         }
         registerIdempotency(server, services.idempotency);
         await server.register(productRoutes, { products: services.products });
-        await server.register(licenseRoutes, { licenses: services.licenses, activity: services.activity });
+        await server.register(licenseRoutes, { licenses: services.licenses, activity: services.activity, subscriptions: services.subscriptions });
         await server.register(auditRoutes, { audit: services.audit });
         await server.register(webhookRoutes, { webhooks: services.webhooks });
         await server.register(licenseTokenRoutes, { tokens: services.licenseTokens });
         await server.register(productImageRoutes, { images: services.productImages });
         await server.register(portalApiRoutes, { portal: services.portal });
         await server.register(paymentRoutes, { payments: services.payments });
+        await server.register(subscriptionRoutes, { subscriptions: services.subscriptions });
       });
     },
     { prefix: '/api/v1' },

@@ -20,8 +20,8 @@ export interface Subscribed {
 let n = 0;
 
 /** A tenant with a subscription mapping, a subscription at the double, and its checkout delivered. */
-export async function subscribe(p: PaymentsContext, o: { graceDays?: number; maxDevices?: number; quantity?: number; status?: string; trialEnd?: number | null; checkout?: boolean } = {}): Promise<Subscribed> {
-  const t = await createTenant(p.ctx);
+export async function subscribe(p: PaymentsContext, o: { graceDays?: number; maxDevices?: number; quantity?: number; status?: string; trialEnd?: number | null; checkout?: boolean; tenant?: Tenant } = {}): Promise<Subscribed> {
+  const t = o.tenant ?? (await createTenant(p.ctx));
   const events: DomainEvent[] = [];
   p.ctx.services.events.subscribe((e) => void (eventAccountId(e) === t.accountId && events.push(e)));
   const c = await connectStripe(p, t);

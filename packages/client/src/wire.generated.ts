@@ -23,6 +23,18 @@ export type WireLicense = {
   }>;
   /** ISO 8601 UTC timestamp with milliseconds. */
   createdAt: string;
+  /** The subscription the license follows; null when it follows none. */
+  subscription?: {
+    /** stripe */
+    provider: string;
+    /** The provider's subscription id (sub_...). */
+    id: string;
+    /** The provider's status: active, trialing, past_due, unpaid, canceled, incomplete_expired, ... */
+    status: string;
+    /** ISO 8601 UTC timestamp with milliseconds. */
+    currentPeriodEnd: string | null;
+    cancelAtPeriodEnd: boolean;
+  } | null;
 };
 
 export type WireProduct = {

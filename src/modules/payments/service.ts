@@ -279,6 +279,24 @@ export class PaymentService {
     return this.repo.invoicedPurchases({ ...scope, email: normalizeEmail(scope.email) }, licenseKeys);
   }
 
+  /** For the portal: which of these licenses follow a subscription their customer can manage. */
+  async managedSubscriptions(scope: CustomerScope, licenseKeys: string[]): Promise<Set<string>> {
+    const links = await this.subscriptions.customerLinks({ ...scope, email: normalizeEmail(scope.email) }, licenseKeys);
+    return new Set(links.filter((l) => l.customerId !== null).map((l) => l.licenseKey));
+  }
+
+  /**
+   * The provider's billing portal for the subscription of the customer's license, made now (its
+   * sessions are short-lived): 404 for anyone else's license or one that follows no subscription.
+   */
+  async billingPortal(scope: CustomerScope, licenseKey: string, returnUrl: string): Promise<string> {
+    const [link] = await this.subscriptions.customerLinks({ ...scope, email: normalizeEmail(scope.email) }, [licenseKey]);
+    if (!link?.customerId) throw notFound('Subscription');
+    const connection = await this.repo.findConnection(link.accountId, link.provider);
+    if (!connection) throw new AppError('payments_not_connected', `The ${link.provider} account is no longer connected.`);
+    return this.provider(link.provider).billingPortalUrl(this.apiKey(connection), link.customerId, returnUrl);
+  }
+
   private async fetchInvoice(purchase: Purchase): Promise<Invoice> {
     if (!purchase.invoiceId) throw notFound('Invoice');
     const connection = await this.repo.findConnection(purchase.accountId, purchase.provider);

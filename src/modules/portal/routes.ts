@@ -22,6 +22,13 @@ export interface PortalInvoices {
   customerInvoice(scope: PortalScope, purchaseId: string): Promise<{ invoicePdf: string }>;
 }
 
+/** Subscriptions (the payments module): which licenses follow one, and its billing portal for the customer. */
+export interface PortalBilling {
+  managedSubscriptions(scope: PortalScope, licenseKeys: string[]): Promise<Set<string>>;
+  /** The provider's billing-portal address, made now; 404 unless the license is the scope's own and follows a subscription. */
+  billingPortal(scope: PortalScope, licenseKey: string, returnUrl: string): Promise<string>;
+}
+
 export interface PortalLimits {
   enabled: boolean;
   /** Every portal page, per client address. */
@@ -40,6 +47,9 @@ export interface PortalRouteOptions {
   secureCookies: boolean;
   limits: PortalLimits;
   invoices?: PortalInvoices;
+  billing?: PortalBilling;
+  /** BASE_URL: where the provider's billing portal sends the customer back. */
+  baseUrl?: string;
 }
 
 const SESSION_COOKIE = 'tessera_portal';
@@ -70,7 +80,7 @@ const CsrfForm = Type.Object({ csrf: Type.Optional(Type.String({ maxLength: 128 
  * The customer portal: server-rendered pages that work without JavaScript. Every form carries a
  * CSRF token; sessions live in HttpOnly cookies; errors are pages, never JSON or stack traces.
  */
-export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async (app, { portal, csrf, secureCookies, limits, invoices }) => {
+export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async (app, { portal, csrf, secureCookies, limits, invoices, billing, baseUrl }) => {
   webPages(app, {
     name: 'portal',
     assetsPrefix: '/portal/assets/',
@@ -113,7 +123,8 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
   async function renderPortal(req: FastifyRequest, reply: FastifyReply, status: number, session: TokenRecord, notice?: Notice) {
     const licenses = await portal.licenses(session);
     const invoiced = invoices ? await invoices.invoicedPurchases(session, licenses.map((l) => l.key)) : undefined;
-    return send(reply, status, portalPage({ email: session.email, licenses, invoices: invoiced, csrf: csrfCookie.token(req, reply, binding(session)), notice, expiresAt: session.expiresAt }));
+    const subscribed = billing ? await billing.managedSubscriptions(session, licenses.map((l) => l.key)) : undefined;
+    return send(reply, status, portalPage({ email: session.email, licenses, invoices: invoiced, subscriptions: subscribed, csrf: csrfCookie.token(req, reply, binding(session)), notice, expiresAt: session.expiresAt }));
   }
 
   const sessionEnded = (reply: FastifyReply) => reply.redirect('/portal/request?notice=session-ended', 303);
@@ -221,6 +232,25 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
     } catch (error) {
       if (error instanceof AppError && (error.code === 'not_found' || error.code === 'payments_not_connected')) {
         return renderPortal(req, reply, 404, current.session, { tone: 'bad', text: 'That invoice is not available in your portal.' });
+      }
+      throw error;
+    }
+  });
+
+  // "Manage subscription": the provider's billing portal, opened now for this license's customer only.
+  app.post('/portal/licenses/subscription', { config: pageLimit, bodyLimit: FORM_LIMIT, schema: { hide: true, body: ResetForm } }, async (req, reply) => {
+    const current = await currentSession(req);
+    if (!current) return sessionEnded(reply);
+    if (!csrfValid(req, req.body.csrf, current.session)) return csrfRefused(reply, '/portal');
+    try {
+      if (!billing) throw new AppError('not_found', 'Subscription not found.');
+      return reply.redirect(await billing.billingPortal(current.session, normalizeLicenseKey(req.body.key), `${baseUrl ?? ''}/portal`), 303);
+    } catch (error) {
+      if (error instanceof AppError && (error.code === 'not_found' || error.code === 'payments_not_connected')) {
+        return renderPortal(req, reply, 404, current.session, { tone: 'bad', text: 'That subscription is not available in your portal.' });
+      }
+      if (error instanceof AppError && (error.code === 'provider_unavailable' || error.code === 'invalid_provider_key')) {
+        return renderPortal(req, reply, 503, current.session, { tone: 'bad', text: 'The payment provider could not be reached. Please try again in a moment.' });
       }
       throw error;
     }

@@ -4,7 +4,7 @@ import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
 import { bool, flag, type LicenseSubscriptionsTable, type ProviderSubscriptionsTable } from '../../storage/schema.ts';
 import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
-import type { SubscriptionLink, SubscriptionRef, SubscriptionRepository, SubscriptionState } from './types.ts';
+import type { CustomerLink, SubscriptionLink, SubscriptionRef, SubscriptionRepository, SubscriptionState } from './types.ts';
 
 const toState = (r: Selectable<ProviderSubscriptionsTable>): SubscriptionState => ({
   accountId: r.account_id,
@@ -143,6 +143,23 @@ export class SqlSubscriptionRepository implements SubscriptionRepository {
         },
       ]),
     );
+  }
+
+  async customerLinks(scope: { email: string; accountId: string | null }, licenseKeys: string[]): Promise<CustomerLink[]> {
+    if (licenseKeys.length === 0) return [];
+    const rows = await this.store.read.all(
+      this.db
+        .selectFrom('license_subscriptions as l')
+        .innerJoin('licenses as lic', 'lic.key', 'l.license_key')
+        .innerJoin('provider_subscriptions as s', (join) =>
+          join.onRef('s.account_id', '=', 'l.account_id').onRef('s.provider', '=', 'l.provider').onRef('s.subscription_id', '=', 'l.subscription_id'),
+        )
+        .select(['l.license_key', 'l.account_id', 'l.provider', 's.customer_id'])
+        .where('l.license_key', 'in', licenseKeys)
+        .where('lic.email_normalized', '=', scope.email)
+        .$if(scope.accountId !== null, (q) => q.where('l.account_id', '=', scope.accountId!)),
+    );
+    return rows.map((r) => ({ licenseKey: r.license_key, accountId: r.account_id, provider: r.provider, customerId: r.customer_id }));
   }
 
   async recordEvent(unit: Unit, accountId: string, provider: string, eventId: string, now: number): Promise<boolean> {

@@ -7,7 +7,7 @@ import { type LicenseService, snapshot, type UpdateLicenseInput } from '../licen
 import type { License, LicenseRecord } from '../licenses/types.ts';
 import type { Subscription, SubscriptionItem } from '../payments/provider.ts';
 import { hasEnded, subscriptionExpiresAt } from './expiry.ts';
-import type { SubscriptionLink, SubscriptionRef, SubscriptionRepository, SubscriptionState } from './types.ts';
+import type { CustomerLink, SubscriptionLink, SubscriptionRef, SubscriptionRepository, SubscriptionState } from './types.ts';
 
 /** What applying needs of a price mapping (payments' PriceMapping fits). */
 export interface SubscriptionPlan {
@@ -210,6 +210,11 @@ export class SubscriptionService {
     await this.licenses.get(principal, key); // 404 unless the caller owns it
     const removed = await this.units.run((unit) => this.repo.deleteLink(unit, principal.accountId, key));
     if (!removed) throw notFound('Subscription');
+  }
+
+  /** The subscriptions of these licenses that `scope`'s customer may manage (the portal). */
+  customerLinks(scope: { email: string; accountId: string | null }, licenseKeys: string[]): Promise<CustomerLink[]> {
+    return this.repo.customerLinks(scope, licenseKeys.map(normalizeLicenseKey));
   }
 
   /** license key → its subscription, for the account's licenses that follow one. */

@@ -46,7 +46,17 @@ export interface SubscriptionRepository {
   deleteLink(unit: Unit, accountId: string, licenseKey: string): Promise<boolean>;
   /** license key → its subscription, for the account's licenses that have one. */
   snapshotsOf(accountId: string, licenseKeys: string[], unit?: Unit): Promise<Map<string, SubscriptionSnapshot & { customerId: string | null }>>;
+  /** The subscriptions of these licenses whose customer is `email` (of one account when given): what the portal may manage. */
+  customerLinks(scope: { email: string; accountId: string | null }, licenseKeys: string[]): Promise<CustomerLink[]>;
   /** False when the event was applied already (the primary key decides, also under concurrency). */
   recordEvent(unit: Unit, accountId: string, provider: string, eventId: string, now: number): Promise<boolean>;
   eventSeen(accountId: string, provider: string, eventId: string): Promise<boolean>;
+}
+
+/** A license's subscription as its customer reaches it in the portal. */
+export interface CustomerLink {
+  licenseKey: string;
+  accountId: string;
+  provider: string;
+  customerId: string | null;
 }

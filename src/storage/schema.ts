@@ -185,6 +185,8 @@ export interface PurchasesTable {
   updated_at: number;
   /** Migration 017. */
   kind: Generated<'new' | 'renewal' | 'upgrade' | 'subscription'>;
+  /** Migration 021: the subscription a subscription-mode checkout started. */
+  subscription_id: string | null;
 }
 
 export interface PurchaseLicensesTable {

@@ -42,6 +42,7 @@ const toPurchase = (r: Selectable<PurchasesTable>, licenseKeys: string[]): Purch
   currency: r.currency,
   status: r.status,
   kind: r.kind,
+  subscriptionId: r.subscription_id,
   invoiceId: r.invoice_id,
   createdAt: r.created_at,
   licenseKeys,
@@ -197,6 +198,7 @@ export class SqlPaymentRepository implements PaymentRepository {
           currency: p.currency,
           status: p.status,
           kind: p.kind,
+          subscription_id: p.subscriptionId,
           invoice_id: p.invoiceId,
           created_at: p.createdAt,
           updated_at: p.createdAt,
@@ -209,6 +211,21 @@ export class SqlPaymentRepository implements PaymentRepository {
 
   async addPurchaseLicense(unit: Unit, purchaseId: string, lineItemId: string, licenseKey: string): Promise<void> {
     await executorOf(unit).run(this.db.insertInto('purchase_licenses').values({ purchase_id: purchaseId, line_item_id: lineItemId, license_key: licenseKey }));
+  }
+
+  async lockPurchase(unit: Unit, accountId: string, id: string): Promise<{ purchase: Purchase; fulfilledItems: Set<string> } | undefined> {
+    const tx = executorOf(unit);
+    const row = await tx.first(
+      this.db
+        .selectFrom('purchases')
+        .selectAll()
+        .where('id', '=', id)
+        .where('account_id', '=', accountId)
+        .$if(this.store.lockRows, (q) => q.forUpdate()),
+    );
+    if (!row) return undefined;
+    const items = await tx.all(this.db.selectFrom('purchase_licenses').select('line_item_id').where('purchase_id', '=', id));
+    return { purchase: (await this.withKeys(tx, [row]))[0]!, fulfilledItems: new Set(items.map((i) => i.line_item_id)) };
   }
 
   async lockPurchasesByPayment(unit: Unit, accountId: string, provider: string, paymentId: string): Promise<Purchase[]> {

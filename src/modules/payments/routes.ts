@@ -13,6 +13,7 @@ import {
   PriceMappingReply,
   PurchaseListQuery,
   PurchasePageReply,
+  PurchaseReply,
   PurchaseParams,
   purchaseView,
   WebhookParams,
@@ -157,6 +158,23 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
       const page = await payments.listPurchases(req.principal, { limit, cursor: req.query.cursor });
       return { data: page.data.map(purchaseView), nextCursor: page.nextCursor };
     },
+  );
+
+  app.post(
+    '/payments/purchases/:purchaseId/fulfil',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'fulfil-purchase',
+        summary: 'Fulfil an unmapped purchase',
+        description:
+          "Once the purchase's prices are mapped: each item without a license gets one (and the purchase e-mail), exactly once, as the webhook would have done. A purchase fulfilled already is answered as it is; 400 when none of its open prices is mapped yet; 409 purchase_not_unmapped for a refunded, disputed or unmatched one; 502 when Stripe cannot be reached.",
+        params: PurchaseParams,
+        response: { 200: PurchaseReply, ...errorResponses(400, 401, 403, 404, 409, 502) },
+      },
+    },
+    async (req) => purchaseView(await payments.fulfilLater(req.principal, req.params.purchaseId)),
   );
 
   app.get(

@@ -417,12 +417,28 @@ export class PaymentService {
       // Any item the operator has not mapped needs their attention, even beside mapped ones.
       status: reversed ?? (mapped.length === items.length && items.length > 0 ? 'fulfilled' : 'unmapped'),
       kind: subscription ? 'subscription' : 'new',
+      subscriptionId: subscription?.ref.subscriptionId ?? null,
       invoiceId: paid.invoiceId,
       createdAt: now,
       licenseKeys: [],
     };
     if (!(await this.repo.insertPurchase(unit, purchase, paid.email ? normalizeEmail(paid.email) : null))) return { outcome: 'duplicate' };
-    for (const item of mapped) {
+    await this.createLicenses(unit, principal, purchase, mapped, mappings, subscription, now);
+    await unit.emit({ type: 'purchase.completed', actor: principal.actor, occurredAt: now, purchase: purchaseSnapshot(purchase) });
+    return { outcome: purchase.status === 'unmapped' ? 'unmapped' : 'fulfilled', purchase };
+  }
+
+  /** A license per mapped item, recorded on the purchase (and linked to the subscription, in subscription mode). */
+  private async createLicenses(
+    unit: Unit,
+    principal: Principal,
+    purchase: Purchase,
+    items: LineItem[],
+    mappings: Map<string, PriceMapping>,
+    subscription: { ref: SubscriptionRef; sub: Subscription } | null,
+    now: number,
+  ): Promise<void> {
+    for (const item of items) {
       const mapping = mappings.get(item.priceId!)!;
       const subItem = subscription?.sub.items.find((i) => i.id === item.id);
       const expiresAt = subscription && subItem ? toIsoOrNull(this.subscriptions.expiryFor(subscription.sub, subItem, mapping)) : expiryOf(mapping, now);
@@ -433,9 +449,9 @@ export class PaymentService {
           type: subscription ? 'timed' : mapping.licenseType,
           expiresAt,
           maxDevices: Math.min(MAX_DEVICES, mapping.maxDevices * Math.max(1, item.quantity)),
-          email: paid.email,
+          email: purchase.email,
           // No address on the session: the license is made all the same; the operator sees it in purchases.
-          sendEmail: paid.email !== null,
+          sendEmail: purchase.email !== null,
         },
         unit,
       );
@@ -443,8 +459,53 @@ export class PaymentService {
       if (subscription && subItem) await this.subscriptions.link(unit, subscription.ref, license.key, subItem, mapping);
       purchase.licenseKeys.push(license.key);
     }
-    await unit.emit({ type: 'purchase.completed', actor: principal.actor, occurredAt: now, purchase: purchaseSnapshot(purchase) });
-    return { outcome: purchase.status === 'unmapped' ? 'unmapped' : 'fulfilled', purchase };
+  }
+
+  /**
+   * Fulfils a purchase kept `unmapped` once its prices are mapped: the items that have no license yet
+   * and whose price is mapped now each get one, in one unit with the purchase locked, so concurrent
+   * calls (or a call racing a redelivered event) create each license once. A purchase fulfilled
+   * already is answered as it is; a refunded, disputed or unmatched one is a 409.
+   */
+  async fulfilLater(principal: Principal, purchaseId: string): Promise<Purchase> {
+    const found = await this.repo.getPurchase(principal.accountId, purchaseId);
+    if (!found) throw notFound('Purchase');
+    if (found.status === 'fulfilled') return found;
+    if (found.status !== 'unmapped') throw new AppError('purchase_not_unmapped', `The purchase is ${found.status}: only an unmapped purchase can be fulfilled.`);
+    const provider = this.provider(found.provider);
+    const connection = await this.repo.findConnection(principal.accountId, found.provider);
+    if (!connection) throw new AppError('payments_not_connected', `Connect ${found.provider} again first: the purchase's items are read there.`);
+    const apply = async (unit: Unit, items: LineItem[], subscription: { ref: SubscriptionRef; sub: Subscription } | null): Promise<Purchase> => {
+      const locked = await this.repo.lockPurchase(unit, principal.accountId, purchaseId);
+      if (!locked) throw notFound('Purchase');
+      const { purchase, fulfilledItems } = locked;
+      if (purchase.status !== 'unmapped') return purchase;
+      const now = this.clock();
+      const mappings = await this.plansFor(unit, principal.accountId, purchase.provider, items);
+      const open = items.filter((i) => !fulfilledItems.has(i.id));
+      const mapped = open.filter((i) => i.priceId !== null && mappings.has(i.priceId));
+      if (mapped.length === 0) throw invalidRequest('purchaseId', 'none of the purchase\'s unfulfilled prices is mapped yet: map them first');
+      await this.createLicenses(unit, principal, purchase, mapped, mappings, subscription, now);
+      if (mapped.length === open.length) {
+        await this.repo.setPurchaseStatus(unit, purchase.id, 'fulfilled', now);
+        purchase.status = 'fulfilled';
+      }
+      // Receivers learn the new keys the way they learnt the purchase.
+      await unit.emit({ type: 'purchase.completed', actor: principal.actor, occurredAt: now, purchase: purchaseSnapshot(purchase) });
+      return purchase;
+    };
+    if (found.subscriptionId) {
+      const ref = { accountId: principal.accountId, provider: provider.name, subscriptionId: found.subscriptionId };
+      const outcome = await this.subscriptions.follow(
+        ref,
+        () => provider.subscription(this.apiKey(connection), found.subscriptionId!),
+        (unit, sub) => apply(unit, (sub?.items ?? []).map((i) => ({ id: i.id, priceId: i.priceId, quantity: i.quantity })), sub && { ref, sub }),
+      );
+      if (outcome === 'duplicate') throw new AppError('internal_error', 'unreachable: no event id was given');
+      return outcome;
+    }
+    const items = await provider.lineItems(this.apiKey(connection), found.sessionId);
+    return this.units.run((unit) => apply(unit, items, null));
   }
 
   /** A full refund or a dispute: every license of the purchase is revoked, once. */

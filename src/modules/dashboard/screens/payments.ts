@@ -140,7 +140,9 @@ ${input({ name: 'graceDays', label: 'Grace days (subscription: how long a licens
   const purchaseRows = purchases.data.map((pu) => {
     const badge = STATUS_BADGE[pu.status];
     const keys = pu.licenseKeys.length === 0 ? html`—` : html`${pu.licenseKeys.map((k) => html`<a class="key-text" href="/dashboard/licenses/${k}">${k}</a><br>`)}`;
-    const invoice = pu.invoiceId ? html`<a class="button secondary small" href="${SECTION}/purchases/${pu.id}/invoice">Download invoice</a>` : html`<span class="hint">No invoice</span>`;
+    const invoice = html`${pu.invoiceId ? html`<a class="button secondary small" href="${SECTION}/purchases/${pu.id}/invoice">Download invoice</a>` : html`<span class="hint">No invoice</span>`}${
+      pu.status === 'unmapped' ? actionButton(viewer, `${SECTION}/purchases/${pu.id}/fulfil`, 'Fulfil', 'small') : ''
+    }`;
     return html`<tr><td>${when(pu.createdAt)}</td><td>${pu.email ?? '—'}</td><td class="num">${formatAmount(pu.amountTotal, pu.currency)}</td><td class="hide-phone"><span class="badge ${badge.className}">${badge.label}</span> ${KIND_LABEL[pu.kind]}</td><td class="hide-phone">${keys}</td><td class="num">${invoice}</td></tr>`;
   });
   const purchaseList: SafeHtml =
@@ -193,6 +195,7 @@ export const paymentsScreen: Screen = {
     'stripe-disconnected': { tone: 'ok', text: 'Stripe is disconnected: its webhook endpoint is deleted and the key forgotten.' },
     'price-mapped': { tone: 'ok', text: 'Price mapped. Each purchase of it now creates a license.' },
     'price-removed': { tone: 'ok', text: 'Price mapping removed. Purchases of it no longer create licenses.' },
+    'purchase-fulfilled': { tone: 'ok', text: 'Purchase fulfilled: its licenses are created and the customer is e-mailed.' },
   },
   routes: async (app, { services }) => {
     app.get(SECTION, async (req, reply) => paymentsPage(req, reply, services));
@@ -284,6 +287,17 @@ export const paymentsScreen: Screen = {
       } catch (error) {
         if (!(error instanceof AppError) || error.code === 'not_found' || error.code === 'internal_error') throw error;
         return paymentsPage(req, reply, services, { status: error.statusCode, notice: { tone: 'bad', text: `The invoice could not be fetched: ${error.message}` } });
+      }
+    });
+
+    // An unmapped purchase, once its prices are mapped: the same fulfilment as the webhook's.
+    app.post<{ Params: { id: string } }>(`${SECTION}/purchases/:id/fulfil`, async (req, reply) => {
+      try {
+        await services.payments.fulfilLater(req.dashboard.principal, req.params.id.slice(0, 64));
+        return redirectWith(reply, SECTION, 'purchase-fulfilled');
+      } catch (error) {
+        if (!(error instanceof AppError) || error.code === 'not_found' || error.code === 'internal_error') throw error;
+        return paymentsPage(req, reply, services, { status: error.statusCode, notice: { tone: 'bad', text: `The purchase could not be fulfilled: ${error.message}` } });
       }
     });
   },

@@ -16,6 +16,7 @@ import { type MailOptions, registerOutboxWorker } from './modules/mail/plugin.ts
 import { Csrf } from './http/web/csrf.ts';
 import { paymentRoutes, paymentWebhookRoutes } from './modules/payments/routes.ts';
 import { subscriptionRoutes } from './modules/subscriptions/routes.ts';
+import { offerRoutes } from './modules/offers/routes.ts';
 import { portalApiRoutes, portalRoutes } from './modules/portal/routes.ts';
 import { registerActivityFlush } from './modules/activity/plugin.ts';
 import { dashboardRoutes } from './modules/dashboard/routes.ts';
@@ -167,6 +168,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
         await server.register(portalApiRoutes, { portal: services.portal });
         await server.register(paymentRoutes, { payments: services.payments });
         await server.register(subscriptionRoutes, { subscriptions: services.subscriptions });
+        await server.register(offerRoutes, { offers: services.offers });
       });
     },
     { prefix: '/api/v1' },

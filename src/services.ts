@@ -28,6 +28,8 @@ import { PaymentService } from './modules/payments/service.ts';
 import { StripeProvider } from './modules/payments/stripe.ts';
 import { SqlPortalRepository } from './modules/portal/repository.ts';
 import { PortalService } from './modules/portal/service.ts';
+import { SqlOfferRepository } from './modules/offers/repository.ts';
+import { OfferService } from './modules/offers/service.ts';
 import { SqlSubscriptionRepository } from './modules/subscriptions/repository.ts';
 import { SubscriptionService } from './modules/subscriptions/service.ts';
 import { SqlProductImageRepository } from './modules/product-images/repository.ts';
@@ -115,6 +117,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const portal = new PortalService(new SqlPortalRepository(store), units, mail, licenses, baseUrl, clock);
   const lifecycleMail = new LifecycleMailer(mail, products, accounts, baseUrl);
   const subscriptions = new SubscriptionService(new SqlSubscriptionRepository(store), units, licenses, lifecycleMail, clock);
+  const offers = new OfferService(new SqlOfferRepository(store), units, products, licenses, lifecycleMail, clock);
   const payments = new PaymentService(
     new SqlPaymentRepository(store),
     units,
@@ -122,12 +125,13 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
     products,
     licenses,
     subscriptions,
+    offers,
     new SecretBox(secretKey, 'payment-providers', { remember: OPENED_SECRETS }),
     { baseUrl, onBackgroundError, clock, cliSecrets: options.stripeCliWebhookSecret ? { stripe: options.stripeCliWebhookSecret } : {} },
   );
   const dashboard = new DashboardAuthService(new SqlDashboardRepository(store), units, accounts, mail, baseUrl, clock);
   const activity = new ActivityService(new SqlActivityRepository(store), units, clock);
-  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, subscriptions, lifecycleMail, idempotency, dashboard, activity };
+  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, subscriptions, offers, lifecycleMail, idempotency, dashboard, activity };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -231,6 +231,22 @@ export interface LicenseSubscriptionsTable {
   created_at: number;
 }
 
+/** A renewal or upgrade offered for a product's licenses (migration 021). */
+export interface OffersTable {
+  id: string;
+  account_id: string;
+  product_id: string;
+  kind: 'renewal' | 'upgrade';
+  name: string;
+  provider: string;
+  price_id: string;
+  extend_days: number | null;
+  target_product_id: string | null;
+  max_devices: number | null;
+  license_type: 'perpetual' | 'timed' | null;
+  created_at: number;
+}
+
 /** Provider events applied, by id: a redelivery does nothing (migration 017). */
 export interface ProviderEventsTable {
   account_id: string;
@@ -365,6 +381,7 @@ export interface Database {
   provider_subscriptions: ProviderSubscriptionsTable;
   license_subscriptions: LicenseSubscriptionsTable;
   provider_events: ProviderEventsTable;
+  offers: OffersTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;

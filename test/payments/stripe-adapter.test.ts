@@ -78,6 +78,7 @@ describe('Stripe adapter (provider seam)', () => {
       currency: 'usd',
       invoiceId: 'in_1',
       subscriptionId: null,
+      licenseKey: null,
     });
     expect(parse('checkout.session.completed', stripeObjects.checkoutSession({ id: 'cs_2', paymentStatus: 'unpaid' })).kind).toBe('ignored');
     expect(parse('checkout.session.async_payment_succeeded', stripeObjects.checkoutSession({ id: 'cs_3' })).kind).toBe('paid');

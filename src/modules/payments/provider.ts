@@ -23,6 +23,8 @@ export interface PaidPurchase {
   invoiceId: string | null;
   /** A checkout in subscription mode: the subscription it started (its items are the line items). */
   subscriptionId: string | null;
+  /** A renewal or upgrade: the license the checkout is for (from its metadata), which it changes instead of creating one. */
+  licenseKey: string | null;
 }
 
 /** A payment taken back: every license of its purchase is revoked. */

@@ -10,6 +10,7 @@ import type { LicenseService } from '../licenses/service.ts';
 import type { ProductService } from '../products/service.ts';
 import { DEFAULT_GRACE_DAYS, type SubscriptionService } from '../subscriptions/service.ts';
 import type { SubscriptionRef } from '../subscriptions/types.ts';
+import type { OfferService } from '../offers/service.ts';
 import type { Invoice, LineItem, PaidPurchase, PaymentProvider, ReversedPayment, Subscription } from './provider.ts';
 import type { Connection, CustomerScope, PaymentRepository, PriceMapping, Purchase, PurchasePage } from './types.ts';
 
@@ -25,7 +26,7 @@ export interface MappingInput {
 
 /** What a notification did (the route answers 200 for all of them). */
 export type NotificationOutcome =
-  | { outcome: 'fulfilled' | 'unmapped'; purchase: Purchase }
+  | { outcome: 'fulfilled' | 'unmapped' | 'unmatched'; purchase: Purchase }
   | { outcome: 'duplicate' }
   | { outcome: 'reversed'; purchases: Purchase[] }
   | { outcome: 'subscription'; licenses: number; unmappedPrices: string[] }
@@ -133,6 +134,7 @@ export class PaymentService {
     private readonly products: ProductService,
     private readonly licenses: LicenseService,
     private readonly subscriptions: SubscriptionService,
+    private readonly offers: OfferService,
     private readonly secrets: SecretBox,
     options: PaymentServiceOptions,
   ) {
@@ -329,6 +331,7 @@ export class PaymentService {
         if (await this.repo.findPurchaseBySession(connection.accountId, providerName, notification.sessionId)) return { outcome: 'duplicate' };
         if (notification.subscriptionId) return this.fulfilSubscription(principal, provider, connection, notification, notification.subscriptionId);
         const items = await provider.lineItems(this.apiKey(connection), notification.sessionId).catch(retryLater);
+        if (notification.licenseKey) return this.fulfilOffer(principal, providerName, notification, notification.licenseKey, items);
         return this.units.run((unit) => this.fulfil(unit, principal, providerName, notification, items, null));
       }
       case 'subscription': {
@@ -426,6 +429,57 @@ export class PaymentService {
     await this.createLicenses(unit, principal, purchase, mapped, mappings, subscription, now);
     await unit.emit({ type: 'purchase.completed', actor: principal.actor, occurredAt: now, purchase: purchaseSnapshot(purchase) });
     return { outcome: purchase.status === 'unmapped' ? 'unmapped' : 'fulfilled', purchase };
+  }
+
+  /**
+   * A renewal or upgrade checkout (its metadata names a license): the offer of its price applies to
+   * that license instead of creating one, in one unit, once per session. A key of another account,
+   * or a price that is no offer of the license's product, changes nothing: the purchase is kept
+   * `unmatched` for the operator.
+   */
+  private fulfilOffer(principal: Principal, providerName: string, paid: PaidPurchase, licenseKey: string, items: LineItem[]): Promise<NotificationOutcome> {
+    const now = this.clock();
+    return this.units.run(async (unit): Promise<NotificationOutcome> => {
+      if (paid.paymentId) await this.repo.lockPayment(unit, principal.accountId, providerName, paid.paymentId);
+      const reversed = paid.paymentId ? await this.repo.earlyReversal(unit, principal.accountId, providerName, paid.paymentId) : undefined;
+      const license = await this.licenses.get(principal, licenseKey, unit).catch((error: unknown) => {
+        if (error instanceof AppError && error.code === 'not_found') return undefined;
+        throw error;
+      });
+      const priceIds = items.flatMap((i) => (i.priceId ? [i.priceId] : []));
+      const offer = license && (await this.offers.find(unit, license, providerName, priceIds));
+      const purchase: Purchase = {
+        id: newPurchaseId(),
+        accountId: principal.accountId,
+        provider: providerName,
+        sessionId: paid.sessionId,
+        paymentId: paid.paymentId,
+        email: paid.email,
+        amountTotal: paid.amountTotal,
+        currency: paid.currency,
+        status: reversed ?? (offer ? 'fulfilled' : 'unmatched'),
+        kind: offer?.kind ?? 'new',
+        subscriptionId: null,
+        invoiceId: paid.invoiceId,
+        createdAt: now,
+        licenseKeys: [],
+      };
+      if (!(await this.repo.insertPurchase(unit, purchase, paid.email ? normalizeEmail(paid.email) : null))) return { outcome: 'duplicate' };
+      if (license && offer && !reversed) {
+        const applied = await this.offers.apply(unit, principal, license, offer, paid.email ?? license.email);
+        if (applied) {
+          const item = items.find((i) => i.priceId === offer.priceId)!;
+          await this.repo.addPurchaseLicense(unit, purchase.id, item.id, license.key);
+          purchase.licenseKeys.push(license.key);
+        } else {
+          // A renewal of a license that does not expire: nothing to extend.
+          await this.repo.setPurchaseStatus(unit, purchase.id, 'unmatched', now);
+          purchase.status = 'unmatched';
+        }
+      }
+      await unit.emit({ type: 'purchase.completed', actor: principal.actor, occurredAt: now, purchase: purchaseSnapshot(purchase) });
+      return { outcome: purchase.status === 'fulfilled' ? 'fulfilled' : 'unmatched', purchase };
+    });
   }
 
   /** A license per mapped item, recorded on the purchase (and linked to the subscription, in subscription mode). */

@@ -28,6 +28,15 @@ function invoiceSubscription(invoice: Record<string, unknown>): string | null {
   return idOf(invoice.subscription);
 }
 
+/**
+ * The license a renewal or upgrade checkout is for: `tessera_license_key`, or `keyforge_license_key`
+ * on checkouts made before moving here.
+ */
+function offerLicenseKey(metadata: Record<string, string> | null | undefined): string | null {
+  const key = metadata?.tessera_license_key ?? metadata?.keyforge_license_key;
+  return typeof key === 'string' && key.trim() !== '' ? key.trim() : null;
+}
+
 /** Stripe's own limit on the age of a signed event we accept (seconds). */
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
 
@@ -212,6 +221,7 @@ export class StripeProvider implements PaymentProvider {
           currency: session.currency ?? null,
           invoiceId: idOf(session.invoice),
           subscriptionId: session.mode === 'subscription' ? idOf(session.subscription) : null,
+          licenseKey: offerLicenseKey(session.metadata),
         };
       }
       case 'customer.subscription.created':

@@ -16,7 +16,7 @@ import * as m014LicenseChangeFeed from './014_license_change_feed.ts';
 import * as m015AccountId from './015_account_id.ts';
 import * as m016OutboxFairness from './016_outbox_fairness.ts';
 import * as m017Subscriptions from './017_subscriptions.ts';
-import * as m021PurchaseSubscription from './021_purchase_subscription.ts';
+import * as m021PurchaseSubscription from './021_purchase_subscription_offers.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -41,7 +41,7 @@ export const migrations: Record<string, Migration> = {
   '015_account_id': m015AccountId,
   '016_outbox_fairness': m016OutboxFairness,
   '017_subscriptions': m017Subscriptions,
-  '021_purchase_subscription': m021PurchaseSubscription,
+  '021_purchase_subscription_offers': m021PurchaseSubscription,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -322,6 +322,26 @@ export class StripeDouble {
     if ((m = /^GET \/v1\/subscriptions\/([^/]+)$/.exec(route))) {
       return acct.subscriptions.has(m[1]!) ? json(this.subscriptionObject(key, m[1]!)) : missing('subscription', m[1]!);
     }
+    if (route === 'POST /v1/checkout/sessions') {
+      const priceId = form.get('line_items[0][price]') ?? '';
+      if (!acct.prices.has(priceId)) return missing('price', priceId);
+      const sessionId = id('cs_test');
+      const metadata = Object.fromEntries([...form.entries()].flatMap(([k, v]) => (/^metadata\[(.+)\]$/.exec(k) ? [[/^metadata\[(.+)\]$/.exec(k)![1]!, v]] : [])));
+      acct.sessions.set(sessionId, [{ priceId, quantity: Number(form.get('line_items[0][quantity]') ?? 1) }]);
+      return json({
+        id: sessionId,
+        object: 'checkout.session',
+        cancel_url: form.get('cancel_url'),
+        customer_email: form.get('customer_email'),
+        livemode: acct.livemode,
+        metadata,
+        mode: form.get('mode'),
+        payment_status: 'unpaid',
+        status: 'open',
+        success_url: form.get('success_url'),
+        url: `https://checkout.stripe.com/c/pay/${sessionId}`,
+      });
+    }
     if (route === 'POST /v1/billing_portal/sessions') {
       const customer = form.get('customer') ?? '';
       if (!acct.customers.has(customer)) return missing('customer', customer);

@@ -3,7 +3,7 @@ import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
 import type { OffersTable } from '../../storage/schema.ts';
 import { executorOf } from '../../storage/unit-of-work.ts';
-import type { Offer, OfferKind, OfferRepository } from './types.ts';
+import type { CustomerLicense, Offer, OfferKind, OfferRepository } from './types.ts';
 
 const toOffer = (r: Selectable<OffersTable>): Offer => ({
   id: r.id,
@@ -68,6 +68,20 @@ export class SqlOfferRepository implements OfferRepository {
   async delete(unit: Unit, accountId: string, productId: string, id: string): Promise<boolean> {
     const n = await executorOf(unit).run(this.db.deleteFrom('offers').where('account_id', '=', accountId).where('product_id', '=', productId).where('id', '=', id));
     return n > 0;
+  }
+
+  async customerLicenses(scope: { email: string; accountId: string | null }, licenseKeys: string[]): Promise<CustomerLicense[]> {
+    if (licenseKeys.length === 0) return [];
+    const rows = await this.store.read.all(
+      this.db
+        .selectFrom('licenses')
+        .select(['key', 'account_id', 'product_id', 'type', 'expires_at', 'email'])
+        .where('key', 'in', licenseKeys)
+        .where('email_normalized', '=', scope.email)
+        .where('revoked', '=', 0)
+        .$if(scope.accountId !== null, (q) => q.where('account_id', '=', scope.accountId!)),
+    );
+    return rows.map((r) => ({ key: r.key, accountId: r.account_id, productId: r.product_id, type: r.type, expiresAt: r.expires_at === null ? null : Number(r.expires_at), email: r.email }));
   }
 
   async findByPrice(unit: Unit, accountId: string, productId: string, provider: string, priceIds: string[]): Promise<Offer | undefined> {

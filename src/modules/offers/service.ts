@@ -5,7 +5,7 @@ import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { LicenseService, UpdateLicenseInput } from '../licenses/service.ts';
 import type { License, LicenseRecord } from '../licenses/types.ts';
 import type { ProductService } from '../products/service.ts';
-import type { Offer, OfferKind, OfferRepository } from './types.ts';
+import type { CustomerLicense, Offer, OfferKind, OfferRepository } from './types.ts';
 
 export interface OfferInput {
   kind: OfferKind;
@@ -100,8 +100,18 @@ export class OfferService {
     if (!removed) throw notFound('Offer');
   }
 
+  /** The customer's licenses among `licenseKeys`, each with the offers it qualifies for now (the portal). */
+  async customerOffers(scope: { email: string; accountId: string | null }, licenseKeys: string[]): Promise<Map<string, { license: CustomerLicense; offers: Offer[] }>> {
+    const found = new Map<string, { license: CustomerLicense; offers: Offer[] }>();
+    for (const license of await this.repo.customerLicenses(scope, licenseKeys)) {
+      const offers = await this.qualifying(license);
+      if (offers.length) found.set(license.key, { license, offers });
+    }
+    return found;
+  }
+
   /** The offers a license qualifies for now: renewals for a timed license expired or expiring within 30 days; upgrades always. */
-  async qualifying(license: LicenseRecord): Promise<Offer[]> {
+  async qualifying(license: Pick<LicenseRecord, 'accountId' | 'productId' | 'type' | 'expiresAt'>): Promise<Offer[]> {
     const offers = await this.repo.list(license.accountId, license.productId);
     const now = this.clock();
     const renewable = license.type === 'timed' && license.expiresAt !== null && license.expiresAt <= now + RENEWAL_WINDOW_DAYS * DAY;

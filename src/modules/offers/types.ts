@@ -1,5 +1,6 @@
 import type { Unit } from '../../core/unit-of-work.ts';
 
+
 export type OfferKind = 'renewal' | 'upgrade';
 
 /** A renewal or upgrade of a product's one-time licenses, bought with one provider price. */
@@ -30,6 +31,18 @@ export interface OfferRepository {
   countLocked(unit: Unit, accountId: string, productId: string, kind: OfferKind): Promise<number>;
   list(accountId: string, productId: string): Promise<Offer[]>;
   delete(unit: Unit, accountId: string, productId: string, id: string): Promise<boolean>;
+  /** The licenses among `licenseKeys` whose customer is `email` (of one account when given): the portal's. */
+  customerLicenses(scope: { email: string; accountId: string | null }, licenseKeys: string[]): Promise<CustomerLicense[]>;
   /** The product's offer bought with one of these prices, the first by price order. */
   findByPrice(unit: Unit, accountId: string, productId: string, provider: string, priceIds: string[]): Promise<Offer | undefined>;
+}
+
+/** What choosing an offer needs of a customer's license. */
+export interface CustomerLicense {
+  key: string;
+  accountId: string;
+  productId: string;
+  type: 'perpetual' | 'timed';
+  expiresAt: number | null;
+  email: string | null;
 }

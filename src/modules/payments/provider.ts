@@ -123,6 +123,8 @@ export interface PaymentProvider {
   refreshEndpoint(apiKey: string, endpointId: string): Promise<void>;
   /** The subscription's current state, or null when the provider has no such subscription. */
   subscription(apiKey: string, subscriptionId: string): Promise<Subscription | null>;
+  /** A hosted checkout page for one price (a renewal or upgrade), carrying `metadata` to its completion event. */
+  checkoutUrl(apiKey: string, checkout: { priceId: string; email: string; metadata: Record<string, string>; successUrl: string; cancelUrl: string }): Promise<string>;
   /** A short-lived page where the customer manages their subscriptions and payment methods. */
   billingPortalUrl(apiKey: string, customerId: string, returnUrl: string): Promise<string>;
 }

@@ -11,6 +11,7 @@ import type { ProductService } from '../products/service.ts';
 import { DEFAULT_GRACE_DAYS, type SubscriptionService } from '../subscriptions/service.ts';
 import type { SubscriptionRef } from '../subscriptions/types.ts';
 import type { OfferService } from '../offers/service.ts';
+import type { Offer } from '../offers/types.ts';
 import type { Invoice, LineItem, PaidPurchase, PaymentProvider, ReversedPayment, Subscription } from './provider.ts';
 import type { Connection, CustomerScope, PaymentRepository, PriceMapping, Purchase, PurchasePage } from './types.ts';
 
@@ -297,6 +298,32 @@ export class PaymentService {
     const connection = await this.repo.findConnection(link.accountId, link.provider);
     if (!connection) throw new AppError('payments_not_connected', `The ${link.provider} account is no longer connected.`);
     return this.provider(link.provider).billingPortalUrl(this.apiKey(connection), link.customerId, returnUrl);
+  }
+
+  /** For the portal: the offers each of the customer's licenses qualifies for (license key → offers). */
+  async customerOffers(scope: CustomerScope, licenseKeys: string[]): Promise<Map<string, Offer[]>> {
+    const found = await this.offers.customerOffers({ ...scope, email: normalizeEmail(scope.email) }, licenseKeys);
+    return new Map([...found].map(([key, { offers }]) => [key, offers]));
+  }
+
+  /**
+   * A Checkout session for the offer, made now for the license's customer (its e-mail, metadata
+   * tessera_license_key and tessera_offer_id): its completion applies the offer. 404 unless the
+   * license is the scope's own and qualifies for the offer.
+   */
+  async offerCheckout(scope: CustomerScope, licenseKey: string, offerId: string, portalUrl: string): Promise<string> {
+    const found = (await this.offers.customerOffers({ ...scope, email: normalizeEmail(scope.email) }, [licenseKey])).get(licenseKey);
+    const offer = found?.offers.find((o) => o.id === offerId);
+    if (!found || !offer) throw notFound('Offer');
+    const connection = await this.repo.findConnection(found.license.accountId, offer.provider);
+    if (!connection) throw new AppError('payments_not_connected', `The ${offer.provider} account is no longer connected.`);
+    return this.provider(offer.provider).checkoutUrl(this.apiKey(connection), {
+      priceId: offer.priceId,
+      email: found.license.email ?? scope.email,
+      metadata: { tessera_license_key: found.license.key, tessera_offer_id: offer.id },
+      successUrl: `${portalUrl}?notice=offer-paid`,
+      cancelUrl: portalUrl,
+    });
   }
 
   private async fetchInvoice(purchase: Purchase): Promise<Invoice> {

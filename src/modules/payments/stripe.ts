@@ -313,6 +313,23 @@ export class StripeProvider implements PaymentProvider {
     };
   }
 
+  async checkoutUrl(apiKey: string, c: { priceId: string; email: string; metadata: Record<string, string>; successUrl: string; cancelUrl: string }): Promise<string> {
+    try {
+      const session = await this.client(apiKey).checkout.sessions.create({
+        mode: 'payment',
+        line_items: [{ price: c.priceId, quantity: 1 }],
+        customer_email: c.email,
+        metadata: c.metadata,
+        success_url: c.successUrl,
+        cancel_url: c.cancelUrl,
+      });
+      if (!session.url) throw new AppError('provider_unavailable', 'Stripe created the checkout without a page to send the customer to.');
+      return session.url;
+    } catch (error) {
+      return translate(error);
+    }
+  }
+
   async billingPortalUrl(apiKey: string, customerId: string, returnUrl: string): Promise<string> {
     try {
       const session = await this.client(apiKey).billingPortal.sessions.create({ customer: customerId, return_url: returnUrl });

@@ -15,6 +15,8 @@ import { healthRoutes } from './modules/health/routes.ts';
 import { type MailOptions, registerOutboxWorker } from './modules/mail/plugin.ts';
 import { Csrf } from './http/web/csrf.ts';
 import { paymentRoutes, paymentWebhookRoutes } from './modules/payments/routes.ts';
+import { subscriptionRoutes } from './modules/subscriptions/routes.ts';
+import { offerRoutes } from './modules/offers/routes.ts';
 import { portalApiRoutes, portalRoutes } from './modules/portal/routes.ts';
 import { registerActivityFlush } from './modules/activity/plugin.ts';
 import { dashboardRoutes, type SignedInRoute } from './modules/dashboard/routes.ts';
@@ -114,6 +116,8 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   await app.register(portalRoutes, {
     portal: services.portal,
     invoices: services.payments,
+    billing: services.payments,
+    baseUrl: config.baseUrl,
     csrf: new Csrf(config.secretKey, 'portal'),
     // Secure cookies need https; a plain-http BASE_URL (local use) gets them without the flag.
     secureCookies: config.baseUrl.startsWith('https://'),
@@ -159,13 +163,15 @@ export async function buildApp({ config, services, logger = true, logStream, mai
         }
         registerIdempotency(server, services.idempotency);
         await server.register(productRoutes, { products: services.products });
-        await server.register(licenseRoutes, { licenses: services.licenses, activity: services.activity });
+        await server.register(licenseRoutes, { licenses: services.licenses, activity: services.activity, subscriptions: services.subscriptions });
         await server.register(auditRoutes, { audit: services.audit });
         await server.register(webhookRoutes, { webhooks: services.webhooks });
         await server.register(licenseTokenRoutes, { tokens: services.licenseTokens });
         await server.register(productImageRoutes, { images: services.productImages });
         await server.register(portalApiRoutes, { portal: services.portal });
         await server.register(paymentRoutes, { payments: services.payments });
+        await server.register(subscriptionRoutes, { subscriptions: services.subscriptions });
+        await server.register(offerRoutes, { offers: services.offers });
       });
     },
     { prefix: '/api/v1' },

@@ -21,6 +21,7 @@ import { SqlLicenseTokenRepository } from './modules/license-tokens/repository.t
 import { LicenseTokenService } from './modules/license-tokens/service.ts';
 import { SqlLicenseRepository } from './modules/licenses/repository.ts';
 import { LicenseService } from './modules/licenses/service.ts';
+import { LifecycleMailer } from './modules/mail/lifecycle.ts';
 import { PurchaseMailer } from './modules/mail/purchase.ts';
 import { MailQueue } from './modules/mail/queue.ts';
 import { type EventConsumer, deliverEvents } from './modules/outbox/event-delivery.ts';
@@ -31,6 +32,10 @@ import { PaymentService } from './modules/payments/service.ts';
 import { StripeProvider } from './modules/payments/stripe.ts';
 import { SqlPortalRepository } from './modules/portal/repository.ts';
 import { PortalService } from './modules/portal/service.ts';
+import { SqlOfferRepository } from './modules/offers/repository.ts';
+import { OfferService } from './modules/offers/service.ts';
+import { SqlSubscriptionRepository } from './modules/subscriptions/repository.ts';
+import { SubscriptionService } from './modules/subscriptions/service.ts';
 import { SqlProductImageRepository } from './modules/product-images/repository.ts';
 import { ProductImageService } from './modules/product-images/service.ts';
 import { SqlProductRepository } from './modules/products/repository.ts';
@@ -114,12 +119,17 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const licenseTokens = new LicenseTokenService(new SqlLicenseTokenRepository(store), units, products, licenses, new SecretBox(secretKey, 'license-token-keys'), { clock });
   const productImages = new ProductImageService(new SqlProductImageRepository(store), units, products, accounts, clock);
   const portal = new PortalService(new SqlPortalRepository(store), units, mail, licenses, baseUrl, clock);
+  const lifecycleMail = new LifecycleMailer(mail, products, accounts, baseUrl);
+  const subscriptions = new SubscriptionService(new SqlSubscriptionRepository(store), units, licenses, lifecycleMail, clock);
+  const offers = new OfferService(new SqlOfferRepository(store), units, products, licenses, lifecycleMail, clock);
   const payments = new PaymentService(
     new SqlPaymentRepository(store),
     units,
     [new StripeProvider({ apiUrl: options.stripeApiUrl })],
     products,
     licenses,
+    subscriptions,
+    offers,
     new SecretBox(secretKey, 'payment-providers', { remember: OPENED_SECRETS }),
     { baseUrl, onBackgroundError, clock, cliSecrets: options.stripeCliWebhookSecret ? { stripe: options.stripeCliWebhookSecret } : {} },
   );
@@ -132,7 +142,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const members = new MemberService(new SqlMemberRepository(store), units, accounts, memberRemoved, mail, baseUrl, clock);
   const dashboard = new DashboardAuthService(dashboardRepository, units, accounts, members, twoFactor, mail, baseUrl, clock);
   const activity = new ActivityService(new SqlActivityRepository(store), units, clock);
-  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, idempotency, dashboard, members, twoFactor, activity };
+  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, subscriptions, offers, lifecycleMail, idempotency, dashboard, members, twoFactor, activity };
 }
 
 export type Services = ReturnType<typeof createServices>;

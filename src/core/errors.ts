@@ -28,6 +28,7 @@ export type ErrorCode =
   | 'invalid_signature'
   | 'payments_not_connected'
   | 'price_already_mapped'
+  | 'purchase_not_unmapped'
   | 'provider_unavailable';
 
 const STATUS: Record<ErrorCode, number> = {
@@ -48,6 +49,7 @@ const STATUS: Record<ErrorCode, number> = {
   not_found: 404,
   request_timeout: 408,
   price_already_mapped: 409,
+  purchase_not_unmapped: 409,
   idempotency_key_in_use: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,

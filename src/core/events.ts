@@ -55,7 +55,9 @@ export interface PurchaseSnapshot {
   email: string | null;
   amountTotal: number | null;
   currency: string | null;
-  status: 'fulfilled' | 'unmapped' | 'refunded' | 'disputed';
+  /** `unmatched`: a renewal or upgrade checkout whose license or offer is not this account's. */
+  status: 'fulfilled' | 'unmapped' | 'unmatched' | 'refunded' | 'disputed';
+  kind: 'new' | 'renewal' | 'upgrade' | 'subscription';
   licenseKeys: string[];
   hasInvoice: boolean;
   createdAt: number;
@@ -75,6 +77,25 @@ export type LicenseEvent =
   | (LicenseBase & { type: 'device.removed'; device: DeviceSnapshot })
   | (LicenseBase & { type: 'devices.reset'; devices: DeviceSnapshot[] });
 
+/** A provider subscription as events and license views carry it (times epoch ms). */
+export interface SubscriptionSnapshot {
+  provider: string;
+  id: string;
+  status: string;
+  currentPeriodEnd: number | null;
+  cancelAtPeriodEnd: boolean;
+}
+
+/**
+ * A linked license's subscription renewed (a later period), changed (status, plan, quantity,
+ * cancellation), ended, or failed to renew its payment. The license's own change is its
+ * license.updated beside it.
+ */
+export type SubscriptionEvent = LicenseBase & {
+  type: 'subscription.renewed' | 'subscription.updated' | 'subscription.canceled' | 'subscription.payment_failed';
+  subscription: SubscriptionSnapshot;
+};
+
 /** A purchase recorded (fulfilled or unmapped), or reversed by a refund or a dispute (its licenses revoked). */
 export type PurchaseEvent = (PurchaseBase & { type: 'purchase.completed' }) | (PurchaseBase & { type: 'purchase.refunded'; reason: 'refunded' | 'disputed' });
 
@@ -84,7 +105,7 @@ export type PurchaseEvent = (PurchaseBase & { type: 'purchase.completed' }) | (P
  * exactly when its change committed. License events carry the license; purchase events a plain
  * `purchase` snapshot.
  */
-export type DomainEvent = LicenseEvent | PurchaseEvent;
+export type DomainEvent = LicenseEvent | PurchaseEvent | SubscriptionEvent;
 
 export type DomainEventType = DomainEvent['type'];
 
@@ -98,9 +119,13 @@ export const DOMAIN_EVENT_TYPES: readonly DomainEventType[] = [
   'devices.reset',
   'purchase.completed',
   'purchase.refunded',
+  'subscription.renewed',
+  'subscription.updated',
+  'subscription.canceled',
+  'subscription.payment_failed',
 ];
 
-export const isLicenseEvent = (event: DomainEvent): event is LicenseEvent => 'license' in event;
+export const isLicenseEvent = (event: DomainEvent): event is LicenseEvent => 'license' in event && !('subscription' in event);
 
 /** The account an event belongs to: whose webhooks and audit log it reaches. */
-export const eventAccountId = (event: DomainEvent): string => (isLicenseEvent(event) ? event.license.accountId : event.purchase.accountId);
+export const eventAccountId = (event: DomainEvent): string => ('license' in event ? event.license.accountId : event.purchase.accountId);

@@ -15,6 +15,9 @@ export const API_ACCESS: Readonly<Record<string, Area>> = {
   'DELETE /api/v1/products/:productId': 'products',
   'PUT /api/v1/products/:productId/image': 'products',
   'DELETE /api/v1/products/:productId/image': 'products',
+  'POST /api/v1/products/:productId/offers': 'products',
+  'GET /api/v1/products/:productId/offers': 'products',
+  'DELETE /api/v1/products/:productId/offers/:offerId': 'products',
 
   'POST /api/v1/licenses': 'licenses',
   'GET /api/v1/licenses': 'licenses',
@@ -27,6 +30,7 @@ export const API_ACCESS: Readonly<Record<string, Area>> = {
   'POST /api/v1/licenses/devices/reset': 'licenses',
   'GET /api/v1/products/:productId/licenses': 'licenses',
   'GET /api/v1/licenses/events': 'licenses',
+  'DELETE /api/v1/licenses/subscription': 'licenses',
 
   'GET /api/v1/products/:productId/license-token': 'tokens',
   'PUT /api/v1/products/:productId/license-token': 'tokens',
@@ -43,11 +47,13 @@ export const API_ACCESS: Readonly<Record<string, Area>> = {
   'PUT /api/v1/payments/stripe': 'payments',
   'GET /api/v1/payments/stripe': 'payments',
   'DELETE /api/v1/payments/stripe': 'payments',
+  'POST /api/v1/payments/stripe/refresh-endpoint': 'payments',
   'POST /api/v1/products/:productId/prices': 'payments',
   'GET /api/v1/products/:productId/prices': 'payments',
   'DELETE /api/v1/products/:productId/prices/:priceId': 'payments',
   'GET /api/v1/payments/purchases': 'purchases',
   'GET /api/v1/payments/purchases/:purchaseId/invoice': 'purchases',
+  'POST /api/v1/payments/purchases/:purchaseId/fulfil': 'purchases',
 
   'POST /api/v1/portal/sessions/private': 'portal',
 };

@@ -165,6 +165,10 @@ export interface PriceMappingsTable {
   offset_days: number | null;
   fixed_expires_at: number | null;
   created_at: number;
+  /** Migration 017: how the price is paid; a subscription's licenses follow it. */
+  billing: Generated<'one_time' | 'subscription'>;
+  /** Subscription mappings: days a license keeps working after an unpaid period end. */
+  grace_days: number | null;
 }
 
 export interface PurchasesTable {
@@ -179,10 +183,14 @@ export interface PurchasesTable {
   email_normalized: string | null;
   amount_total: number | null;
   currency: string | null;
-  status: 'fulfilled' | 'unmapped' | 'refunded' | 'disputed';
+  status: 'fulfilled' | 'unmapped' | 'unmatched' | 'refunded' | 'disputed';
   invoice_id: string | null;
   created_at: number;
   updated_at: number;
+  /** Migration 017. */
+  kind: Generated<'new' | 'renewal' | 'upgrade' | 'subscription'>;
+  /** Migration 021: the subscription a subscription-mode checkout started. */
+  subscription_id: string | null;
 }
 
 export interface PurchaseLicensesTable {
@@ -197,6 +205,57 @@ export interface PaymentReversalsTable {
   provider: string;
   payment_id: string;
   reason: 'refunded' | 'disputed';
+  created_at: number;
+}
+
+/** A provider subscription the service follows, as last applied (migration 017). */
+export interface ProviderSubscriptionsTable {
+  account_id: string;
+  provider: string;
+  subscription_id: string;
+  customer_id: string | null;
+  status: string;
+  current_period_end: number | null;
+  cancel_at_period_end: Bool;
+  /** Bumped by every unit that applies a state (optimistic concurrency: see the migration). */
+  version: number;
+  updated_at: number;
+}
+
+/** A license linked to one item of a provider subscription (migration 017). */
+export interface LicenseSubscriptionsTable {
+  license_key: string;
+  account_id: string;
+  provider: string;
+  subscription_id: string;
+  item_id: string;
+  price_id: string;
+  /** The grace of the mapping last applied (kept when the item's price loses its mapping). */
+  grace_days: number;
+  created_at: number;
+}
+
+/** A renewal or upgrade offered for a product's licenses (migration 021). */
+export interface OffersTable {
+  id: string;
+  account_id: string;
+  product_id: string;
+  kind: 'renewal' | 'upgrade';
+  name: string;
+  provider: string;
+  price_id: string;
+  extend_days: number | null;
+  target_product_id: string | null;
+  max_devices: number | null;
+  license_type: 'perpetual' | 'timed' | null;
+  created_at: number;
+}
+
+/** Provider events applied, by id: a redelivery does nothing (migration 017). */
+export interface ProviderEventsTable {
+  account_id: string;
+  provider: string;
+  event_id: string;
   created_at: number;
 }
 
@@ -378,6 +437,10 @@ export interface Database {
   purchases: PurchasesTable;
   purchase_licenses: PurchaseLicensesTable;
   payment_reversals: PaymentReversalsTable;
+  provider_subscriptions: ProviderSubscriptionsTable;
+  license_subscriptions: LicenseSubscriptionsTable;
+  provider_events: ProviderEventsTable;
+  offers: OffersTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;

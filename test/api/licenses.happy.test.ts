@@ -23,8 +23,9 @@ forEachStore('licenses API', (kind) => {
       maxDevices: 2,
       activeDevices: [],
       createdAt: expect.stringMatching(ISO_MS),
+      subscription: null,
     });
-    expect(Object.keys(res.body)).toEqual(['key', 'userId', 'productId', 'type', 'expiresAt', 'revoked', 'email', 'maxDevices', 'activeDevices', 'createdAt']);
+    expect(Object.keys(res.body)).toEqual(['key', 'userId', 'productId', 'type', 'expiresAt', 'revoked', 'email', 'maxDevices', 'activeDevices', 'createdAt', 'subscription']);
   });
 
   it('creates a timed license from a date or a date-time with an offset', async () => {

@@ -23,7 +23,17 @@ forEachStore('payments (happy)', (kind) => {
       expect(res.body).toEqual({ connected: true, livemode: false, webhookEndpointId: expect.stringMatching(/^we_/), connectedAt: expect.stringMatching(/Z$/) });
       const endpoint = double.endpoints.get(res.body.webhookEndpointId)!;
       expect(endpoint.url).toMatch(new RegExp(`^${p.ctx.config.baseUrl}/api/v1/payments/stripe/webhook/pc_[A-Za-z0-9]{20}$`));
-      expect(endpoint.enabled_events).toEqual(['checkout.session.completed', 'checkout.session.async_payment_succeeded', 'charge.refunded', 'charge.dispute.created']);
+      expect(endpoint.enabled_events).toEqual([
+        'checkout.session.completed',
+        'checkout.session.async_payment_succeeded',
+        'charge.refunded',
+        'charge.dispute.created',
+        'customer.subscription.created',
+        'customer.subscription.updated',
+        'customer.subscription.deleted',
+        'invoice.paid',
+        'invoice.payment_failed',
+      ]);
       expect(double.calls('POST', '/v1/webhook_endpoints').at(-1)!.key).toBe(key);
 
       const got = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/stripe', headers: t.auth });
@@ -79,6 +89,8 @@ forEachStore('payments (happy)', (kind) => {
         licenseType: 'perpetual',
         offsetDays: null,
         fixedExpiresAt: null,
+        billing: 'one_time',
+        graceDays: null,
         createdAt: expect.stringMatching(/Z$/),
       });
       expect(await mapPrice(p, t, product.id, { priceId: b, licenseType: 'timed', offsetDays: 365 })).toMatchObject({ offsetDays: 365, fixedExpiresAt: null });
@@ -145,6 +157,7 @@ forEachStore('payments (happy)', (kind) => {
             amountTotal: 4900,
             currency: 'usd',
             status: 'fulfilled',
+            kind: 'new',
             licenseKeys: [licenses[0]!.key],
             hasInvoice: false,
             createdAt: expect.stringMatching(/Z$/),
@@ -324,6 +337,7 @@ forEachStore('payments (happy)', (kind) => {
         amountTotal: 4900,
         currency: 'usd',
         status: 'fulfilled',
+        kind: 'new',
         licenseKeys: [license!.key],
         hasInvoice: false,
         createdAt: expect.any(Number),

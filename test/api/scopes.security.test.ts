@@ -30,6 +30,7 @@ const LICENSES_SCOPE = new Set([
   'POST /api/v1/licenses/devices/reset',
   'GET /api/v1/products/:productId/licenses',
   'GET /api/v1/licenses/events',
+  'DELETE /api/v1/licenses/subscription',
 ]);
 
 const allowedFor = (scope: Scope, route: string): boolean => {

@@ -77,16 +77,50 @@ describe('Stripe adapter (provider seam)', () => {
       amountTotal: 1200,
       currency: 'usd',
       invoiceId: 'in_1',
+      subscriptionId: null,
+      licenseKey: null,
     });
     expect(parse('checkout.session.completed', stripeObjects.checkoutSession({ id: 'cs_2', paymentStatus: 'unpaid' })).kind).toBe('ignored');
     expect(parse('checkout.session.async_payment_succeeded', stripeObjects.checkoutSession({ id: 'cs_3' })).kind).toBe('paid');
     expect(parse('charge.refunded', stripeObjects.charge({ paymentIntent: 'pi_1', refunded: true }))).toEqual({ kind: 'reversed', paymentId: 'pi_1', reason: 'refunded' });
     expect(parse('charge.refunded', stripeObjects.charge({ paymentIntent: 'pi_1', refunded: false })).kind).toBe('ignored');
     expect(parse('charge.dispute.created', stripeObjects.dispute({ paymentIntent: 'pi_9' }))).toEqual({ kind: 'reversed', paymentId: 'pi_9', reason: 'disputed' });
-    expect(parse('invoice.paid', { id: 'in_1', object: 'invoice' })).toEqual({ kind: 'ignored', type: 'invoice.paid' });
+    expect(parse('invoice.paid', { id: 'in_1', object: 'invoice' })).toEqual({ kind: 'ignored', type: 'invoice.paid (no subscription)' });
+    expect(parse('customer.subscription.updated', { id: 'sub_1', object: 'subscription' })).toMatchObject({ kind: 'subscription', subscriptionId: 'sub_1', eventId: expect.stringMatching(/^evt_/) });
+    // The invoice's subscription: parent.subscription_details since 2025-03-31, `subscription` before.
+    expect(parse('invoice.paid', stripeObjects.subscriptionInvoice({ subscription: 'sub_2' }))).toMatchObject({ kind: 'subscription', subscriptionId: 'sub_2' });
+    expect(parse('invoice.paid', { id: 'in_3', object: 'invoice', subscription: 'sub_3' })).toMatchObject({ kind: 'subscription', subscriptionId: 'sub_3' });
+    expect(parse('invoice.payment_failed', stripeObjects.subscriptionInvoice({ subscription: 'sub_4', email: 'late@example.com' }))).toMatchObject({
+      kind: 'payment_failed',
+      subscriptionId: 'sub_4',
+      email: 'late@example.com',
+      payUrl: expect.stringMatching(/^https:\/\/invoice\.stripe\.com\//),
+    });
+    expect(parse('checkout.session.completed', stripeObjects.subscriptionCheckout({ id: 'cs_5', subscription: 'sub_5' }))).toMatchObject({ kind: 'paid', subscriptionId: 'sub_5', paymentId: null });
     // The tolerance is measured against the service's clock, not the machine's.
     const { payload, header } = signedEvent(secret, 'checkout.session.completed', stripeObjects.checkoutSession({ id: 'cs_4' }));
     expect(() => stripe.parse(Buffer.from(payload), header, secret, now + 301_000)).toThrow(/tolerance/);
+  });
+
+  it('retrieves a subscription through the package: items with their periods (ms), status, cancel flag', async () => {
+    const key = double.account();
+    const price = double.price(key);
+    const sub = double.subscription(key, { items: [{ priceId: price, quantity: 2 }], start: 1_800_000_000, periodDays: 30 });
+    expect(await stripe.subscription(key, sub.id)).toEqual({
+      id: sub.id,
+      customerId: sub.customer,
+      status: 'active',
+      cancelAtPeriodEnd: false,
+      trialEnd: null,
+      endedAt: null,
+      items: [{ id: sub.items[0]!.id, priceId: price, quantity: 2, currentPeriodStart: 1_800_000_000_000, currentPeriodEnd: (1_800_000_000 + 30 * 86_400) * 1000 }],
+    });
+    expect(await stripe.subscription(key, 'sub_missing')).toBeNull();
+    const url = await stripe.billingPortalUrl(key, sub.customer, 'https://licenses.example.com/portal');
+    expect(url).toMatch(/^https:\/\/billing\.stripe\.com\/p\/session\//);
+    expect(double.calls('POST', '/v1/billing_portal/sessions').at(-1)!.form.get('return_url')).toBe('https://licenses.example.com/portal');
+    const denied = double.account({ denied: ['rak_subscription_read'] });
+    await expect(stripe.subscription(denied, sub.id)).rejects.toMatchObject({ code: 'invalid_provider_key' });
   });
 
   it('STRIPE_API_URL must be an http(s) origin', () => {

@@ -27,6 +27,19 @@ interface DoubleAccount {
   /** Line items of any session not registered one by one (load tests make a new session per request). */
   anySession?: { priceId: string; quantity: number }[];
   invoices: Map<string, Record<string, unknown>>;
+  customers: Set<string>;
+  subscriptions: Map<string, DoubleSubscription>;
+}
+
+/** A subscription as the double keeps it; answered in Stripe's shape (items carry the period since 2025-03-31). */
+export interface DoubleSubscription {
+  id: string;
+  customer: string;
+  status: string;
+  cancel_at_period_end: boolean;
+  trial_end: number | null;
+  ended_at: number | null;
+  items: { id: string; priceId: string; quantity: number; current_period_start: number; current_period_end: number }[];
 }
 
 const id = (prefix: string): string => `${prefix}_${randomBytes(12).toString('base64url').replace(/[-_]/g, 'x')}`;
@@ -72,6 +85,8 @@ export class StripeDouble {
       prices: new Map(),
       sessions: new Map(),
       invoices: new Map(),
+      customers: new Set(),
+      subscriptions: new Map(),
     });
     return key;
   }
@@ -134,6 +149,79 @@ export class StripeDouble {
     return invoiceId;
   }
 
+  /**
+   * A subscription of a new customer (unix seconds): one item per price, the period `periodDays`
+   * long starting `start` (now by default).
+   */
+  subscription(key: string, o: { items: { priceId: string; quantity?: number }[]; status?: string; start?: number; periodDays?: number; trialEnd?: number | null }): DoubleSubscription {
+    const acct = this.get(key);
+    const start = o.start ?? now();
+    const customer = id('cus');
+    acct.customers.add(customer);
+    const sub: DoubleSubscription = {
+      id: id('sub'),
+      customer,
+      status: o.status ?? 'active',
+      cancel_at_period_end: false,
+      trial_end: o.trialEnd ?? null,
+      ended_at: null,
+      items: o.items.map((i) => ({ id: id('si'), priceId: i.priceId, quantity: i.quantity ?? 1, current_period_start: start, current_period_end: start + (o.periodDays ?? 30) * 86_400 })),
+    };
+    acct.subscriptions.set(sub.id, sub);
+    return sub;
+  }
+
+  /** Changes the subscription as Stripe would (the next retrieve answers the new state). */
+  updateSubscription(key: string, subscriptionId: string, change: (sub: DoubleSubscription) => void): DoubleSubscription {
+    const sub = this.get(key).subscriptions.get(subscriptionId);
+    if (!sub) throw new Error(`No double subscription ${subscriptionId}`);
+    change(sub);
+    return sub;
+  }
+
+  /** The subscription in Stripe's API shape (what retrieve answers and what events carry). */
+  subscriptionObject(key: string, subscriptionId: string): Record<string, unknown> {
+    const acct = this.get(key);
+    const sub = acct.subscriptions.get(subscriptionId)!;
+    return {
+      id: sub.id,
+      object: 'subscription',
+      billing_cycle_anchor: sub.items[0]?.current_period_start ?? now(),
+      cancel_at: sub.cancel_at_period_end ? (sub.items[0]?.current_period_end ?? null) : null,
+      cancel_at_period_end: sub.cancel_at_period_end,
+      canceled_at: sub.ended_at,
+      collection_method: 'charge_automatically',
+      created: sub.items[0]?.current_period_start ?? now(),
+      currency: 'usd',
+      customer: sub.customer,
+      ended_at: sub.ended_at,
+      items: {
+        object: 'list',
+        data: sub.items.map((item) => ({
+          id: item.id,
+          object: 'subscription_item',
+          created: item.current_period_start,
+          current_period_end: item.current_period_end,
+          current_period_start: item.current_period_start,
+          metadata: {},
+          price: acct.prices.get(item.priceId) ?? { id: item.priceId, object: 'price' },
+          quantity: item.quantity,
+          subscription: sub.id,
+        })),
+        has_more: false,
+        total_count: sub.items.length,
+        url: `/v1/subscription_items?subscription=${sub.id}`,
+      },
+      latest_invoice: null,
+      livemode: acct.livemode,
+      metadata: {},
+      start_date: sub.items[0]?.current_period_start ?? now(),
+      status: sub.status,
+      trial_end: sub.trial_end,
+      trial_start: null,
+    };
+  }
+
   /** The next `count` calls answer `status` with Stripe's api_error body. */
   fail(status: number, count = Number.MAX_SAFE_INTEGER): void {
     this.failures = { status, left: count };
@@ -182,7 +270,16 @@ export class StripeDouble {
       });
     }
     const route = `${req.method} ${url.pathname}`;
-    const permission = route.startsWith('POST /v1/webhook_endpoints') || route.startsWith('DELETE /v1/webhook_endpoints') ? 'rak_webhook_write' : null;
+    const permission =
+      route.startsWith('POST /v1/webhook_endpoints') || route.startsWith('DELETE /v1/webhook_endpoints')
+        ? 'rak_webhook_write'
+        : route.startsWith('GET /v1/subscriptions')
+          ? 'rak_subscription_read'
+          : route.startsWith('POST /v1/billing_portal')
+            ? 'rak_billing_portal_session_write'
+            : route === 'POST /v1/checkout/sessions'
+              ? 'rak_checkout_session_write'
+              : null;
     if (permission && acct.denied.has(permission)) {
       return stripeError(res, 403, {
         type: 'invalid_request_error',
@@ -214,6 +311,54 @@ export class StripeDouble {
       };
       this.endpoints.set(endpoint.id, { key, url: endpoint.url, secret: endpoint.secret, enabled_events: endpoint.enabled_events });
       return json(endpoint);
+    }
+    if ((m = /^POST \/v1\/webhook_endpoints\/([^/]+)$/.exec(route))) {
+      const endpoint = this.endpoints.get(m[1]!);
+      if (!endpoint || endpoint.key !== key) return missing('webhook_endpoint', m[1]!);
+      const events = [...form.entries()].filter(([k]) => k.startsWith('enabled_events[')).map(([, v]) => v);
+      if (events.length) endpoint.enabled_events = events;
+      return json({ id: m[1], object: 'webhook_endpoint', enabled_events: endpoint.enabled_events, livemode: acct.livemode, status: 'enabled', url: endpoint.url, api_version: null, application: null, created: now(), description: null, metadata: {} });
+    }
+    if ((m = /^GET \/v1\/subscriptions\/([^/]+)$/.exec(route))) {
+      return acct.subscriptions.has(m[1]!) ? json(this.subscriptionObject(key, m[1]!)) : missing('subscription', m[1]!);
+    }
+    if (route === 'POST /v1/checkout/sessions') {
+      const priceId = form.get('line_items[0][price]') ?? '';
+      if (!acct.prices.has(priceId)) return missing('price', priceId);
+      const sessionId = id('cs_test');
+      const metadata = Object.fromEntries([...form.entries()].flatMap(([k, v]) => (/^metadata\[(.+)\]$/.exec(k) ? [[/^metadata\[(.+)\]$/.exec(k)![1]!, v]] : [])));
+      acct.sessions.set(sessionId, [{ priceId, quantity: Number(form.get('line_items[0][quantity]') ?? 1) }]);
+      return json({
+        id: sessionId,
+        object: 'checkout.session',
+        cancel_url: form.get('cancel_url'),
+        customer_email: form.get('customer_email'),
+        livemode: acct.livemode,
+        metadata,
+        mode: form.get('mode'),
+        payment_status: 'unpaid',
+        status: 'open',
+        success_url: form.get('success_url'),
+        url: `https://checkout.stripe.com/c/pay/${sessionId}`,
+      });
+    }
+    if (route === 'POST /v1/billing_portal/sessions') {
+      const customer = form.get('customer') ?? '';
+      if (!acct.customers.has(customer)) return missing('customer', customer);
+      const sessionId = id('bps');
+      return json({
+        id: sessionId,
+        object: 'billing_portal.session',
+        configuration: id('bpc'),
+        created: now(),
+        customer,
+        flow: null,
+        livemode: acct.livemode,
+        locale: null,
+        on_behalf_of: null,
+        return_url: form.get('return_url'),
+        url: `https://billing.stripe.com/p/session/test_${sessionId}`,
+      });
     }
     if ((m = /^DELETE \/v1\/webhook_endpoints\/([^/]+)$/.exec(route))) {
       const endpoint = this.endpoints.get(m[1]!);
@@ -274,6 +419,28 @@ export const stripeObjects = {
       payment_status: o.paymentStatus ?? 'paid',
       status: 'complete',
       url: null,
+    };
+  },
+  /** A completed checkout in subscription mode (no PaymentIntent: the subscription's invoice is paid). */
+  subscriptionCheckout(o: { id: string; subscription: string; email?: string; paymentStatus?: 'paid' | 'no_payment_required' }) {
+    return { ...stripeObjects.checkoutSession({ id: o.id, email: o.email, paymentStatus: o.paymentStatus, paymentIntent: null, invoice: `in_${o.id.slice(-12)}` }), mode: 'subscription', subscription: o.subscription };
+  },
+  /** An invoice of a subscription, as API versions since 2025-03-31 show it (parent.subscription_details). */
+  subscriptionInvoice(o: { subscription: string; email?: string | null; status?: string }) {
+    const invoiceId = id('in');
+    return {
+      id: invoiceId,
+      object: 'invoice',
+      amount_due: 4900,
+      amount_paid: o.status === 'paid' ? 4900 : 0,
+      billing_reason: 'subscription_cycle',
+      currency: 'usd',
+      customer: id('cus'),
+      customer_email: o.email === undefined ? 'buyer@example.com' : o.email,
+      hosted_invoice_url: `https://invoice.stripe.com/i/acct_test/test_${invoiceId}`,
+      livemode: false,
+      parent: { type: 'subscription_details', quote_details: null, subscription_details: { metadata: {}, subscription: o.subscription } },
+      status: o.status ?? 'open',
     };
   },
   charge(o: { paymentIntent: string; refunded: boolean; amount?: number }) {

@@ -2,7 +2,7 @@
 // Regenerate with `npm run generate:sdk-wire`; test/sdk/wire-types.drift.test.ts fails when this copy is stale.
 
 /** Every error code the service answers with. */
-export const SERVER_ERROR_CODES = ["invalid_request","invalid_license","license_revoked","license_expired","max_devices_reached","license_tokens_disabled","product_has_licenses","invalid_provider_key","invalid_signature","payments_not_connected","missing_api_key","invalid_api_key","insufficient_scope","plan_required","not_found","request_timeout","price_already_mapped","idempotency_key_in_use","payload_too_large","unsupported_media_type","idempotency_key_reused","headers_too_large","rate_limited","internal_error","provider_unavailable","service_unavailable"] as const;
+export const SERVER_ERROR_CODES = ["invalid_request","invalid_license","license_revoked","license_expired","max_devices_reached","license_tokens_disabled","product_has_licenses","invalid_provider_key","invalid_signature","payments_not_connected","missing_api_key","invalid_api_key","insufficient_scope","plan_required","not_found","request_timeout","price_already_mapped","purchase_not_unmapped","idempotency_key_in_use","payload_too_large","unsupported_media_type","idempotency_key_reused","headers_too_large","rate_limited","internal_error","provider_unavailable","service_unavailable"] as const;
 export type ServerErrorCode = (typeof SERVER_ERROR_CODES)[number];
 
 export type WireLicense = {
@@ -23,6 +23,18 @@ export type WireLicense = {
   }>;
   /** ISO 8601 UTC timestamp with milliseconds. */
   createdAt: string;
+  /** The subscription the license follows; null when it follows none. */
+  subscription?: {
+    /** stripe */
+    provider: string;
+    /** The provider's subscription id (sub_...). */
+    id: string;
+    /** The provider's status: active, trialing, past_due, unpaid, canceled, incomplete_expired, ... */
+    status: string;
+    /** ISO 8601 UTC timestamp with milliseconds. */
+    currentPeriodEnd: string | null;
+    cancelAtPeriodEnd: boolean;
+  } | null;
 };
 
 export type WireProduct = {

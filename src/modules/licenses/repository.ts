@@ -418,6 +418,7 @@ export class SqlLicenseRepository implements LicenseRepository {
 
   async update(unit: Unit, key: string, f: LicenseFields): Promise<void> {
     const set: Updateable<LicensesTable> = {};
+    if (f.productId !== undefined) set.product_id = f.productId;
     if (f.type !== undefined) set.type = f.type;
     if (f.expiresAt !== undefined) set.expires_at = f.expiresAt;
     if (f.revoked !== undefined) set.revoked = flag(f.revoked);

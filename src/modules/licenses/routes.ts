@@ -17,25 +17,43 @@ import {
 } from './schemas.ts';
 import type { ActivityCounter } from '../activity/service.ts';
 import { LIST_LIMIT_MAX, type LicenseService } from './service.ts';
+import type { License } from './types.ts';
+import type { SubscriptionSnapshot } from '../../core/events.ts';
 
 const tags = ['Licenses'];
 const security = [{ apiKey: [] }];
 const licenseReply = { 200: Type.Ref('License'), ...errorResponses(400, 401, 403, 404) };
 
+/** The subscriptions licenses follow (modules/subscriptions), for the views' `subscription`. */
+export interface SubscriptionLookup {
+  snapshots(accountId: string, licenseKeys: string[]): Promise<Map<string, SubscriptionSnapshot>>;
+}
+
 /** Server API for licenses (API key required; every query is scoped to the key's account). */
-export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService; activity?: ActivityCounter }> = async (app, { licenses, activity }) => {
+export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService; activity?: ActivityCounter; subscriptions?: SubscriptionLookup }> = async (
+  app,
+  { licenses, activity, subscriptions },
+) => {
+  /** Licenses as the API shows them, each with its subscription (null when it follows none). */
+  const views = async (list: License[]) => {
+    const found = subscriptions && list.length ? await subscriptions.snapshots(list[0]!.accountId, list.map((l) => l.key)) : undefined;
+    return list.map((l) => licenseView(l, found?.get(l.key) ?? null));
+  };
+  const view = async (l: License) => (await views([l]))[0]!;
+
   app.post('/licenses', { schema: { tags, security, operationId: 'create-license', summary: 'Create a license', body: CreateLicenseBody, response: licenseReply } }, async (req, reply) =>
-    answeredInUnit(req, reply, licenseView, () => licenses.create(req.principal, req.body)),
+    // A license just made follows no subscription.
+    answeredInUnit(req, reply, (l: License) => licenseView(l, null), () => licenses.create(req.principal, req.body)),
   );
 
   app.get('/licenses', { schema: { tags, security, operationId: 'get-license', summary: 'Get a license', headers: LicenseKeyHeader, response: licenseReply } }, async (req) =>
-    licenseView(await licenses.get(req.principal, req.headers['license-key'])),
+    view(await licenses.get(req.principal, req.headers['license-key'])),
   );
 
   app.patch(
     '/licenses',
     { schema: { tags, security, operationId: 'update-license', summary: 'Update a license', headers: LicenseKeyHeader, body: UpdateLicenseBody, response: licenseReply } },
-    async (req) => licenseView(await licenses.update(req.principal, req.headers['license-key'], req.body)),
+    async (req) => view(await licenses.update(req.principal, req.headers['license-key'], req.body)),
   );
 
   app.delete(
@@ -74,7 +92,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
     async (req) => {
       const license = await licenses.serverActivate(req.principal, req.headers['license-key'], req.body.productId, req.body.device);
       activity?.activated(license.accountId, license.productId);
-      return licenseView(license);
+      return view(license);
     },
   );
 
@@ -106,13 +124,13 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
   app.post(
     '/licenses/devices/:deviceId/remove',
     { schema: { tags, security, operationId: 'remove-license-device', summary: 'Remove a device from a license', headers: LicenseKeyHeader, params: DeviceParams, response: licenseReply } },
-    async (req) => licenseView(await licenses.removeDevice(req.principal, req.headers['license-key'], req.params.deviceId)),
+    async (req) => view(await licenses.removeDevice(req.principal, req.headers['license-key'], req.params.deviceId)),
   );
 
   app.post(
     '/licenses/devices/reset',
     { schema: { tags, security, operationId: 'reset-license-devices', summary: 'Remove every device from a license', headers: LicenseKeyHeader, response: licenseReply } },
-    async (req) => licenseView(await licenses.resetDevices(req.principal, req.headers['license-key'])),
+    async (req) => view(await licenses.resetDevices(req.principal, req.headers['license-key'])),
   );
 
   app.get(
@@ -131,7 +149,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
     async (req) => {
       const limit = pageLimit(req.query.limit, LIST_LIMIT_MAX);
       const page = await licenses.list(req.principal, req.params.productId, { email: req.query.email, limit, cursor: req.query.cursor });
-      return { data: page.data.map(licenseView), nextCursor: page.nextCursor };
+      return { data: await views(page.data), nextCursor: page.nextCursor };
     },
   );
 };

@@ -5,7 +5,8 @@ import { Email, Nullable, StringEnum, Timestamp } from '../../http/schema-helper
 import { DEVICE_FIELD_SENT_MAX, DEVICE_IDENTIFIER_MAX, DEVICE_NAME_MAX, MAX_DEVICES_MAX } from './limits.ts';
 import { LIST_LIMIT_MAX } from './service.ts';
 import type { Device, License, LicenseRecord, LicenseType as LicenseTypeValue } from './types.ts';
-import type { LicenseChanges } from '../../core/events.ts';
+import type { LicenseChanges, SubscriptionSnapshot } from '../../core/events.ts';
+import { SubscriptionBody, subscriptionView } from '../subscriptions/schemas.ts';
 
 
 export const DeviceIdentifier = Type.String({ minLength: 1, maxLength: DEVICE_FIELD_SENT_MAX, description: `1 to ${DEVICE_IDENTIFIER_MAX} characters after trimming.` });
@@ -35,6 +36,7 @@ export const LicenseBody = Type.Object(
     maxDevices: Type.Integer(),
     activeDevices: Type.Array(DeviceBody),
     createdAt: Timestamp,
+    subscription: Type.Optional(SubscriptionBody),
   },
   { $id: 'License' },
 );
@@ -106,7 +108,11 @@ export const LicensePageBody = Type.Object({
 
 export const deviceView = (d: Device) => ({ identifier: d.identifier, name: d.name, activationDate: toIso(d.activationDate) });
 
-export const licenseView = (l: License) => ({
+/**
+ * A license as the server API shows it. `subscription` (null or the subscription it follows) is in
+ * the server API's views; webhook bodies and server validation leave it out.
+ */
+export const licenseView = (l: License, subscription?: SubscriptionSnapshot | null) => ({
   key: l.key,
   userId: l.accountId,
   productId: l.productId,
@@ -117,6 +123,7 @@ export const licenseView = (l: License) => ({
   maxDevices: l.maxDevices,
   activeDevices: l.activeDevices.map(deviceView),
   createdAt: toIso(l.createdAt),
+  ...(subscription !== undefined && { subscription: subscription && subscriptionView(subscription) }),
 });
 
 export const publicLicenseView = (l: LicenseRecord) => ({

@@ -45,6 +45,8 @@ export interface PurchaseMail {
 }
 
 export interface UpdateLicenseInput {
+  /** Moves the license to another product of the account, keeping key and devices (subscriptions, upgrades; not on the wire). */
+  productId?: string;
   type?: LicenseType;
   expiresAt?: string | null;
   maxDevices?: number;
@@ -385,6 +387,10 @@ export class LicenseService {
     return this.owned(principal, key, outer, async (unit, { license: current }) => {
       const type = input.type ?? current.type;
       const fields: LicenseFields = { type, expiresAt: resolveExpiry(type, input.expiresAt, current.expiresAt) };
+      if (input.productId !== undefined && input.productId !== current.productId) {
+        await this.products.get(principal, input.productId, unit); // 404 unless the caller owns it
+        fields.productId = input.productId;
+      }
       if (input.maxDevices !== undefined) fields.maxDevices = input.maxDevices;
       if (input.email !== undefined) fields.email = cleanEmail(input.email);
       if (input.revoked !== undefined) fields.revoked = input.revoked;

@@ -78,7 +78,7 @@ export interface LockedLicense {
   devices: Device[];
 }
 
-export type LicenseFields = Partial<Omit<LicenseRecord, 'key' | 'accountId' | 'productId' | 'createdAt'>>;
+export type LicenseFields = Partial<Omit<LicenseRecord, 'key' | 'accountId' | 'createdAt'>>;
 
 /**
  * Storage of licenses and devices. Writes run inside a unit of work; reads take the caller's

@@ -25,7 +25,7 @@ export interface PortalLinkMailData {
 const FONT = "font-family:-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif";
 const BUTTON = `display:inline-block;background:#1d4ed8;color:#ffffff;text-decoration:none;font-weight:600;padding:12px 22px;border-radius:6px;${FONT}`;
 
-function layout(title: string, preheader: string, body: SafeHtml): string {
+export function layout(title: string, preheader: string, body: SafeHtml): string {
   return html`<!doctype html>
 <html lang="en">
 <head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${title}</title></head>
@@ -44,7 +44,7 @@ ${body}
 </html>`.value;
 }
 
-const button = (text: string, url: string) =>
+export const button = (text: string, url: string) =>
   html`<p style="margin:24px 0;"><a href="${url}" style="${BUTTON}">${text}</a></p>`;
 
 export function purchaseMail(d: PurchaseMailData): RenderedMail {

@@ -21,6 +21,10 @@ export interface PaidPurchase {
   amountTotal: number | null;
   currency: string | null;
   invoiceId: string | null;
+  /** A checkout in subscription mode: the subscription it started (its items are the line items). */
+  subscriptionId: string | null;
+  /** A renewal or upgrade: the license the checkout is for (from its metadata), which it changes instead of creating one. */
+  licenseKey: string | null;
 }
 
 /** A payment taken back: every license of its purchase is revoked. */
@@ -41,8 +45,51 @@ export interface IgnoredNotification {
   malformed?: string;
 }
 
+/**
+ * Something happened to a subscription (created, updated, deleted, an invoice paid): the service
+ * asks the provider for the subscription's current state and applies that, never the event's copy.
+ */
+export interface SubscriptionChanged {
+  kind: 'subscription';
+  eventId: string;
+  subscriptionId: string;
+}
+
+/** A subscription's renewal payment failed: the customer is told; no license changes. */
+export interface SubscriptionPaymentFailed {
+  kind: 'payment_failed';
+  eventId: string;
+  subscriptionId: string;
+  /** The address the provider billed, when it says. */
+  email: string | null;
+  /** Where the customer pays the failed invoice at the provider, when there is such a page. */
+  payUrl: string | null;
+}
+
 /** A verified notification, in the provider-neutral terms the fulfilment rules use. */
-export type Notification = PaidPurchase | ReversedPayment | IgnoredNotification;
+export type Notification = PaidPurchase | ReversedPayment | SubscriptionChanged | SubscriptionPaymentFailed | IgnoredNotification;
+
+export type SubscriptionStatus = 'active' | 'trialing' | 'past_due' | 'unpaid' | 'canceled' | 'incomplete' | 'incomplete_expired' | 'paused';
+
+export interface SubscriptionItem {
+  id: string;
+  priceId: string | null;
+  quantity: number;
+  /** The item's current billing period, epoch ms. */
+  currentPeriodStart: number;
+  currentPeriodEnd: number;
+}
+
+/** A subscription as the provider reports it now (times epoch ms). */
+export interface Subscription {
+  id: string;
+  customerId: string | null;
+  status: SubscriptionStatus;
+  cancelAtPeriodEnd: boolean;
+  trialEnd: number | null;
+  endedAt: number | null;
+  items: SubscriptionItem[];
+}
 
 export interface LineItem {
   id: string;
@@ -72,4 +119,12 @@ export interface PaymentProvider {
   priceExists(apiKey: string, priceId: string): Promise<boolean>;
   /** The invoice's documents, or null when the provider has no PDF for it (yet). */
   invoice(apiKey: string, invoiceId: string): Promise<Invoice | null>;
+  /** Makes the endpoint listen to every event the service handles now (connections made before). */
+  refreshEndpoint(apiKey: string, endpointId: string): Promise<void>;
+  /** The subscription's current state, or null when the provider has no such subscription. */
+  subscription(apiKey: string, subscriptionId: string): Promise<Subscription | null>;
+  /** A hosted checkout page for one price (a renewal or upgrade), carrying `metadata` to its completion event. */
+  checkoutUrl(apiKey: string, checkout: { priceId: string; email: string; metadata: Record<string, string>; successUrl: string; cancelUrl: string }): Promise<string>;
+  /** A short-lived page where the customer manages their subscriptions and payment methods. */
+  billingPortalUrl(apiKey: string, customerId: string, returnUrl: string): Promise<string>;
 }

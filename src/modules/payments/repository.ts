@@ -27,6 +27,8 @@ const toMapping = (r: Selectable<PriceMappingsTable>): PriceMapping => ({
   offsetDays: r.offset_days,
   fixedExpiresAt: r.fixed_expires_at,
   createdAt: r.created_at,
+  billing: r.billing,
+  graceDays: r.grace_days,
 });
 
 const toPurchase = (r: Selectable<PurchasesTable>, licenseKeys: string[]): Purchase => ({
@@ -39,6 +41,8 @@ const toPurchase = (r: Selectable<PurchasesTable>, licenseKeys: string[]): Purch
   amountTotal: r.amount_total,
   currency: r.currency,
   status: r.status,
+  kind: r.kind,
+  subscriptionId: r.subscription_id,
   invoiceId: r.invoice_id,
   createdAt: r.created_at,
   licenseKeys,
@@ -141,6 +145,8 @@ export class SqlPaymentRepository implements PaymentRepository {
           offset_days: m.offsetDays,
           fixed_expires_at: m.fixedExpiresAt,
           created_at: m.createdAt,
+          billing: m.billing,
+          grace_days: m.graceDays,
         })
         .onConflict((oc) => oc.columns(['account_id', 'provider', 'price_id']).doNothing()),
     );
@@ -191,6 +197,8 @@ export class SqlPaymentRepository implements PaymentRepository {
           amount_total: p.amountTotal,
           currency: p.currency,
           status: p.status,
+          kind: p.kind,
+          subscription_id: p.subscriptionId,
           invoice_id: p.invoiceId,
           created_at: p.createdAt,
           updated_at: p.createdAt,
@@ -203,6 +211,21 @@ export class SqlPaymentRepository implements PaymentRepository {
 
   async addPurchaseLicense(unit: Unit, purchaseId: string, lineItemId: string, licenseKey: string): Promise<void> {
     await executorOf(unit).run(this.db.insertInto('purchase_licenses').values({ purchase_id: purchaseId, line_item_id: lineItemId, license_key: licenseKey }));
+  }
+
+  async lockPurchase(unit: Unit, accountId: string, id: string): Promise<{ purchase: Purchase; fulfilledItems: Set<string> } | undefined> {
+    const tx = executorOf(unit);
+    const row = await tx.first(
+      this.db
+        .selectFrom('purchases')
+        .selectAll()
+        .where('id', '=', id)
+        .where('account_id', '=', accountId)
+        .$if(this.store.lockRows, (q) => q.forUpdate()),
+    );
+    if (!row) return undefined;
+    const items = await tx.all(this.db.selectFrom('purchase_licenses').select('line_item_id').where('purchase_id', '=', id));
+    return { purchase: (await this.withKeys(tx, [row]))[0]!, fulfilledItems: new Set(items.map((i) => i.line_item_id)) };
   }
 
   async lockPurchasesByPayment(unit: Unit, accountId: string, provider: string, paymentId: string): Promise<Purchase[]> {

@@ -13,6 +13,7 @@ import {
   PriceMappingReply,
   PurchaseListQuery,
   PurchasePageReply,
+  PurchaseReply,
   PurchaseParams,
   purchaseView,
   WebhookParams,
@@ -71,6 +72,22 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
   );
 
   app.post(
+    '/payments/stripe/refresh-endpoint',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'refresh-stripe-endpoint',
+        summary: "Update the Stripe endpoint's events",
+        description:
+          'Makes the webhook endpoint at Stripe listen to every event the service handles now (connections made before subscriptions keep their old list until then). 400 payments_not_connected without a connection; 400 invalid_request when the endpoint is gone at Stripe (connect again).',
+        response: { 200: ConnectionReply, ...errorResponses(400, 401, 403, 502) },
+      },
+    },
+    async (req) => connectionView(await payments.refreshEndpoint(req.principal, STRIPE)),
+  );
+
+  app.post(
     '/products/:productId/prices',
     {
       schema: {
@@ -79,15 +96,15 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
         operationId: 'create-price-mapping',
         summary: 'Map a Stripe price to the product',
         description:
-          'A purchase of the price then creates a license of this product. The price must exist at Stripe (400 otherwise) and maps to one product of the account (409 price_already_mapped).',
+          'A purchase of the price then creates a license of this product. The price must exist at Stripe (400 otherwise) and maps to one product of the account (409 price_already_mapped). With billing subscription, the license follows the subscription: licenseType timed, no offsetDays or fixedExpiresAt, graceDays 0 to 60 (default 7).',
         params: ProductParams,
         body: CreateMappingBody,
         response: { 200: PriceMappingReply, ...errorResponses(400, 401, 403, 404, 409, 502) },
       },
     },
     async (req) => {
-      const { licenseType, ...rest } = req.body;
-      return mappingView(await payments.addMapping(req.principal, req.params.productId, STRIPE, { ...rest, licenseType: licenseType as 'perpetual' | 'timed' }));
+      const { licenseType, billing, ...rest } = req.body;
+      return mappingView(await payments.addMapping(req.principal, req.params.productId, STRIPE, { ...rest, billing: billing as 'one_time' | 'subscription' | undefined, licenseType: licenseType as 'perpetual' | 'timed' }));
     },
   );
 
@@ -141,6 +158,23 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
       const page = await payments.listPurchases(req.principal, { limit, cursor: req.query.cursor });
       return { data: page.data.map(purchaseView), nextCursor: page.nextCursor };
     },
+  );
+
+  app.post(
+    '/payments/purchases/:purchaseId/fulfil',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'fulfil-purchase',
+        summary: 'Fulfil an unmapped purchase',
+        description:
+          "Once the purchase's prices are mapped: each item without a license gets one (and the purchase e-mail), exactly once, as the webhook would have done. A purchase fulfilled already is answered as it is; 400 when none of its open prices is mapped yet; 409 purchase_not_unmapped for a refunded, disputed or unmatched one; 502 when Stripe cannot be reached.",
+        params: PurchaseParams,
+        response: { 200: PurchaseReply, ...errorResponses(400, 401, 403, 404, 409, 502) },
+      },
+    },
+    async (req) => purchaseView(await payments.fulfilLater(req.principal, req.params.purchaseId)),
   );
 
   app.get(

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { PurchaseSnapshot } from '../../core/events.ts';
 import { toIso, toIsoOrNull } from '../../core/time.ts';
-import { Nullable, Timestamp } from '../../http/schema-helpers.ts';
+import { Nullable, StringEnum, Timestamp } from '../../http/schema-helpers.ts';
 import { PURCHASE_LIMIT_MAX, purchaseSnapshot } from './service.ts';
 import type { Connection, PriceMapping, Purchase } from './types.ts';
 
@@ -39,6 +39,8 @@ export const CreateMappingBody = Type.Object(
     licenseType: Type.String({ enum: ['perpetual', 'timed'] }),
     offsetDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 36500, description: 'Timed: expiry = creation + this many days.' })),
     fixedExpiresAt: Type.Optional(Type.String({ maxLength: 64, description: 'Timed: the same expiry for every license (ISO 8601 date-time or YYYY-MM-DD).' })),
+    billing: Type.Optional(StringEnum(['one_time', 'subscription'], { description: 'one_time (default) or subscription: the license follows the subscription (licenseType timed, no offsetDays or fixedExpiresAt).' })),
+    graceDays: Type.Optional(Type.Integer({ minimum: 0, maximum: 60, description: 'Subscription: days a license keeps working after an unpaid period end (default 7).' })),
   },
   { additionalProperties: false },
 );
@@ -50,6 +52,8 @@ export const PriceMappingReply = Type.Object({
   licenseType: Type.String({ enum: ['perpetual', 'timed'] }),
   offsetDays: Nullable(Type.Integer()),
   fixedExpiresAt: Nullable(Timestamp),
+  billing: Type.String({ enum: ['one_time', 'subscription'] }),
+  graceDays: Nullable(Type.Integer()),
   createdAt: Timestamp,
 });
 
@@ -60,6 +64,8 @@ export const mappingView = (m: PriceMapping) => ({
   licenseType: m.licenseType,
   offsetDays: m.offsetDays,
   fixedExpiresAt: toIsoOrNull(m.fixedExpiresAt),
+  billing: m.billing,
+  graceDays: m.graceDays,
   createdAt: toIso(m.createdAt),
 });
 
@@ -72,7 +78,8 @@ export const PurchaseReply = Type.Object({
   email: Nullable(Type.String()),
   amountTotal: Nullable(Type.Integer({ description: "In the currency's smallest unit (cents)." })),
   currency: Nullable(Type.String()),
-  status: Type.String({ enum: ['fulfilled', 'unmapped', 'refunded', 'disputed'] }),
+  status: Type.String({ enum: ['fulfilled', 'unmapped', 'unmatched', 'refunded', 'disputed'] }),
+  kind: Type.String({ enum: ['new', 'renewal', 'upgrade', 'subscription'] }),
   licenseKeys: Type.Array(Type.String()),
   hasInvoice: Type.Boolean(),
   createdAt: Timestamp,
@@ -87,6 +94,7 @@ export const purchaseSnapshotView = (p: PurchaseSnapshot) => ({
   amountTotal: p.amountTotal,
   currency: p.currency,
   status: p.status,
+  kind: p.kind,
   licenseKeys: p.licenseKeys,
   hasInvoice: p.hasInvoice,
   createdAt: toIso(p.createdAt),

@@ -4,11 +4,15 @@ import type { PurchaseSnapshot } from '../../core/events.ts';
 import { randomBase62 } from '../../core/ids.ts';
 import { type Principal, providerPrincipal } from '../../core/principal.ts';
 import type { SecretBox } from '../../core/secret-box.ts';
-import { parseTimestamp } from '../../core/time.ts';
+import { parseTimestamp, toIsoOrNull } from '../../core/time.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { LicenseService } from '../licenses/service.ts';
 import type { ProductService } from '../products/service.ts';
-import type { Invoice, LineItem, PaidPurchase, PaymentProvider, ReversedPayment } from './provider.ts';
+import { DEFAULT_GRACE_DAYS, type SubscriptionService } from '../subscriptions/service.ts';
+import type { SubscriptionRef } from '../subscriptions/types.ts';
+import type { OfferService } from '../offers/service.ts';
+import type { Offer } from '../offers/types.ts';
+import type { Invoice, LineItem, PaidPurchase, PaymentProvider, ReversedPayment, Subscription } from './provider.ts';
 import type { Connection, CustomerScope, PaymentRepository, PriceMapping, Purchase, PurchasePage } from './types.ts';
 
 export interface MappingInput {
@@ -17,13 +21,17 @@ export interface MappingInput {
   licenseType: 'perpetual' | 'timed';
   offsetDays?: number;
   fixedExpiresAt?: string;
+  billing?: 'one_time' | 'subscription';
+  graceDays?: number;
 }
 
 /** What a notification did (the route answers 200 for all of them). */
 export type NotificationOutcome =
-  | { outcome: 'fulfilled' | 'unmapped'; purchase: Purchase }
+  | { outcome: 'fulfilled' | 'unmapped' | 'unmatched'; purchase: Purchase }
   | { outcome: 'duplicate' }
   | { outcome: 'reversed'; purchases: Purchase[] }
+  | { outcome: 'subscription'; licenses: number; unmappedPrices: string[] }
+  | { outcome: 'payment_failed'; licenses: number }
   | { outcome: 'ignored'; type: string; malformed?: string };
 
 export const PURCHASE_LIMIT_DEFAULT = 50;
@@ -43,6 +51,7 @@ export const purchaseSnapshot = (p: Purchase): PurchaseSnapshot => ({
   amountTotal: p.amountTotal,
   currency: p.currency,
   status: p.status,
+  kind: p.kind,
   licenseKeys: [...p.licenseKeys],
   hasInvoice: p.invoiceId !== null,
   createdAt: p.createdAt,
@@ -62,17 +71,30 @@ function decodeCursor(cursor: string): { createdAt: number; id: string } {
   throw invalidRequest('query.cursor', 'is not a cursor this API returned');
 }
 
-/** A mapping's rule checked: `timed` needs exactly one of offsetDays and fixedExpiresAt, `perpetual` neither. */
-function checkMapping(input: MappingInput): Pick<PriceMapping, 'licenseType' | 'offsetDays' | 'fixedExpiresAt'> {
+type MappingRule = Pick<PriceMapping, 'licenseType' | 'offsetDays' | 'fixedExpiresAt' | 'billing' | 'graceDays'>;
+
+/**
+ * A mapping's rule checked: `timed` needs exactly one of offsetDays and fixedExpiresAt, `perpetual`
+ * neither; a subscription's licenses are timed, their expiry the subscription's (graceDays, default 7).
+ */
+function checkMapping(input: MappingInput): MappingRule {
   const hasOffset = input.offsetDays !== undefined;
   const hasFixed = input.fixedExpiresAt !== undefined;
+  if (input.billing === 'subscription') {
+    if (input.licenseType !== 'timed') throw invalidRequest('licenseType', 'must be timed for a subscription: the license follows the subscription');
+    if (hasOffset) throw invalidRequest('offsetDays', 'is not for subscriptions: the expiry follows the subscription');
+    if (hasFixed) throw invalidRequest('fixedExpiresAt', 'is not for subscriptions: the expiry follows the subscription');
+    return { billing: 'subscription', licenseType: 'timed', offsetDays: null, fixedExpiresAt: null, graceDays: input.graceDays ?? DEFAULT_GRACE_DAYS };
+  }
+  if (input.graceDays !== undefined) throw invalidRequest('graceDays', 'is only for subscriptions');
+  const oneTime = { billing: 'one_time', graceDays: null } as const;
   if (input.licenseType === 'perpetual') {
     if (hasOffset) throw invalidRequest('offsetDays', 'is only for timed licenses');
     if (hasFixed) throw invalidRequest('fixedExpiresAt', 'is only for timed licenses');
-    return { licenseType: 'perpetual', offsetDays: null, fixedExpiresAt: null };
+    return { ...oneTime, licenseType: 'perpetual', offsetDays: null, fixedExpiresAt: null };
   }
   if (hasOffset === hasFixed) throw invalidRequest(hasOffset ? 'fixedExpiresAt' : 'offsetDays', 'a timed mapping needs exactly one of offsetDays and fixedExpiresAt');
-  return { licenseType: 'timed', offsetDays: input.offsetDays ?? null, fixedExpiresAt: hasFixed ? parseTimestamp(input.fixedExpiresAt!, 'fixedExpiresAt') : null };
+  return { ...oneTime, licenseType: 'timed', offsetDays: input.offsetDays ?? null, fixedExpiresAt: hasFixed ? parseTimestamp(input.fixedExpiresAt!, 'fixedExpiresAt') : null };
 }
 
 /** A failure of the provider while fulfilling: a 500, so the provider delivers the event again. */
@@ -112,6 +134,8 @@ export class PaymentService {
     providers: PaymentProvider[],
     private readonly products: ProductService,
     private readonly licenses: LicenseService,
+    private readonly subscriptions: SubscriptionService,
+    private readonly offers: OfferService,
     private readonly secrets: SecretBox,
     options: PaymentServiceOptions,
   ) {
@@ -189,6 +213,18 @@ export class PaymentService {
     await this.units.run((unit) => this.repo.deleteConnection(unit, principal.accountId, current.id));
   }
 
+  /**
+   * Makes the connection's endpoint at the provider listen to every event the service handles now:
+   * connections made before subscriptions existed keep their old list until then.
+   */
+  async refreshEndpoint(principal: Principal, providerName: string): Promise<Connection> {
+    const provider = this.provider(providerName);
+    const connection = await this.repo.findConnection(principal.accountId, providerName);
+    if (!connection) throw new AppError('payments_not_connected', `No ${providerName} account is connected.`);
+    await provider.refreshEndpoint(this.apiKey(connection), connection.webhookEndpointId);
+    return connection;
+  }
+
   async addMapping(principal: Principal, productId: string, providerName: string, input: MappingInput): Promise<PriceMapping> {
     const provider = this.provider(providerName);
     await this.products.get(principal, productId);
@@ -246,6 +282,50 @@ export class PaymentService {
     return this.repo.invoicedPurchases({ ...scope, email: normalizeEmail(scope.email) }, licenseKeys);
   }
 
+  /** For the portal: which of these licenses follow a subscription their customer can manage. */
+  async managedSubscriptions(scope: CustomerScope, licenseKeys: string[]): Promise<Set<string>> {
+    const links = await this.subscriptions.customerLinks({ ...scope, email: normalizeEmail(scope.email) }, licenseKeys);
+    return new Set(links.filter((l) => l.customerId !== null).map((l) => l.licenseKey));
+  }
+
+  /**
+   * The provider's billing portal for the subscription of the customer's license, made now (its
+   * sessions are short-lived): 404 for anyone else's license or one that follows no subscription.
+   */
+  async billingPortal(scope: CustomerScope, licenseKey: string, returnUrl: string): Promise<string> {
+    const [link] = await this.subscriptions.customerLinks({ ...scope, email: normalizeEmail(scope.email) }, [licenseKey]);
+    if (!link?.customerId) throw notFound('Subscription');
+    const connection = await this.repo.findConnection(link.accountId, link.provider);
+    if (!connection) throw new AppError('payments_not_connected', `The ${link.provider} account is no longer connected.`);
+    return this.provider(link.provider).billingPortalUrl(this.apiKey(connection), link.customerId, returnUrl);
+  }
+
+  /** For the portal: the offers each of the customer's licenses qualifies for (license key → offers). */
+  async customerOffers(scope: CustomerScope, licenseKeys: string[]): Promise<Map<string, Offer[]>> {
+    const found = await this.offers.customerOffers({ ...scope, email: normalizeEmail(scope.email) }, licenseKeys);
+    return new Map([...found].map(([key, { offers }]) => [key, offers]));
+  }
+
+  /**
+   * A Checkout session for the offer, made now for the license's customer (its e-mail, metadata
+   * tessera_license_key and tessera_offer_id): its completion applies the offer. 404 unless the
+   * license is the scope's own and qualifies for the offer.
+   */
+  async offerCheckout(scope: CustomerScope, licenseKey: string, offerId: string, portalUrl: string): Promise<string> {
+    const found = (await this.offers.customerOffers({ ...scope, email: normalizeEmail(scope.email) }, [licenseKey])).get(licenseKey);
+    const offer = found?.offers.find((o) => o.id === offerId);
+    if (!found || !offer) throw notFound('Offer');
+    const connection = await this.repo.findConnection(found.license.accountId, offer.provider);
+    if (!connection) throw new AppError('payments_not_connected', `The ${offer.provider} account is no longer connected.`);
+    return this.provider(offer.provider).checkoutUrl(this.apiKey(connection), {
+      priceId: offer.priceId,
+      email: found.license.email ?? scope.email,
+      metadata: { tessera_license_key: found.license.key, tessera_offer_id: offer.id },
+      successUrl: `${portalUrl}?notice=offer-paid`,
+      cancelUrl: portalUrl,
+    });
+  }
+
   private async fetchInvoice(purchase: Purchase): Promise<Invoice> {
     if (!purchase.invoiceId) throw notFound('Invoice');
     const connection = await this.repo.findConnection(purchase.accountId, purchase.provider);
@@ -276,10 +356,57 @@ export class PaymentService {
       case 'paid': {
         // A redelivery of a fulfilled purchase costs no call to the provider.
         if (await this.repo.findPurchaseBySession(connection.accountId, providerName, notification.sessionId)) return { outcome: 'duplicate' };
+        if (notification.subscriptionId) return this.fulfilSubscription(principal, provider, connection, notification, notification.subscriptionId);
         const items = await provider.lineItems(this.apiKey(connection), notification.sessionId).catch(retryLater);
-        return this.fulfil(principal, providerName, notification, items);
+        if (notification.licenseKey) return this.fulfilOffer(principal, providerName, notification, notification.licenseKey, items);
+        return this.units.run((unit) => this.fulfil(unit, principal, providerName, notification, items, null));
+      }
+      case 'subscription': {
+        const ref = { accountId: connection.accountId, provider: providerName, subscriptionId: notification.subscriptionId };
+        const outcome = await this.subscriptions.follow(
+          ref,
+          () => provider.subscription(this.apiKey(connection), notification.subscriptionId).catch(retryLater),
+          async (unit, sub, previous) => {
+            const plans = await this.plansFor(unit, principal.accountId, providerName, sub?.items ?? []);
+            return this.subscriptions.apply(unit, principal, ref, sub, previous, plans);
+          },
+          { eventId: notification.eventId },
+        );
+        return outcome === 'duplicate' ? { outcome } : { outcome: 'subscription', ...outcome };
+      }
+      case 'payment_failed': {
+        const ref = { accountId: connection.accountId, provider: providerName, subscriptionId: notification.subscriptionId };
+        return this.units.run(async (unit): Promise<NotificationOutcome> => {
+          if (!(await this.subscriptions.recordEvent(unit, ref, notification.eventId))) return { outcome: 'duplicate' };
+          return { outcome: 'payment_failed', licenses: await this.subscriptions.paymentFailed(unit, principal, ref, notification) };
+        });
       }
     }
+  }
+
+  private async plansFor(unit: Unit, accountId: string, providerName: string, items: { priceId: string | null }[]): Promise<Map<string, PriceMapping>> {
+    const priceIds = [...new Set(items.flatMap((i) => (i.priceId ? [i.priceId] : [])))];
+    return new Map((await this.repo.mappingsFor(unit, accountId, providerName, priceIds)).map((m) => [m.priceId, m]));
+  }
+
+  /**
+   * A checkout in subscription mode: the subscription's items are its line items, each mapped one
+   * a license linked to the subscription, with the expiry its current state gives. It runs as any
+   * event about the subscription does (SubscriptionService.follow), so it never applies a state older
+   * than one an event applied meanwhile.
+   */
+  private async fulfilSubscription(principal: Principal, provider: PaymentProvider, connection: Connection, paid: PaidPurchase, subscriptionId: string): Promise<NotificationOutcome> {
+    const ref = { accountId: connection.accountId, provider: provider.name, subscriptionId };
+    const outcome = await this.subscriptions.follow(
+      ref,
+      () => provider.subscription(this.apiKey(connection), subscriptionId).catch(retryLater),
+      (unit, sub) => {
+        const items: LineItem[] = (sub?.items ?? []).map((i) => ({ id: i.id, priceId: i.priceId, quantity: i.quantity }));
+        return this.fulfil(unit, principal, provider.name, paid, items, sub && { ref, sub });
+      },
+      { done: async () => (await this.repo.findPurchaseBySession(connection.accountId, provider.name, paid.sessionId)) !== undefined },
+    );
+    return outcome === 'duplicate' ? { outcome } : outcome;
   }
 
   /** The endpoint's own secret; for a test-mode connection also the CLI's, when the server is given one. */
@@ -293,15 +420,61 @@ export class PaymentService {
     }
   }
 
-  private fulfil(principal: Principal, providerName: string, paid: PaidPurchase, items: LineItem[]): Promise<NotificationOutcome> {
+  /** One unit: the purchase and a license per mapped item (linked to the subscription, in subscription mode). */
+  private async fulfil(
+    unit: Unit,
+    principal: Principal,
+    providerName: string,
+    paid: PaidPurchase,
+    items: LineItem[],
+    subscription: { ref: SubscriptionRef; sub: Subscription } | null,
+  ): Promise<NotificationOutcome> {
+    const now = this.clock();
+    if (paid.paymentId) await this.repo.lockPayment(unit, principal.accountId, providerName, paid.paymentId);
+    const mappings = await this.plansFor(unit, principal.accountId, providerName, items);
+    // Refunded or disputed before this event got through (it was being retried): recorded as such, no license.
+    const reversed = paid.paymentId ? await this.repo.earlyReversal(unit, principal.accountId, providerName, paid.paymentId) : undefined;
+    const mapped = reversed ? [] : items.filter((i) => i.priceId !== null && mappings.has(i.priceId));
+    const purchase: Purchase = {
+      id: newPurchaseId(),
+      accountId: principal.accountId,
+      provider: providerName,
+      sessionId: paid.sessionId,
+      paymentId: paid.paymentId,
+      email: paid.email,
+      amountTotal: paid.amountTotal,
+      currency: paid.currency,
+      // Any item the operator has not mapped needs their attention, even beside mapped ones.
+      status: reversed ?? (mapped.length === items.length && items.length > 0 ? 'fulfilled' : 'unmapped'),
+      kind: subscription ? 'subscription' : 'new',
+      subscriptionId: subscription?.ref.subscriptionId ?? null,
+      invoiceId: paid.invoiceId,
+      createdAt: now,
+      licenseKeys: [],
+    };
+    if (!(await this.repo.insertPurchase(unit, purchase, paid.email ? normalizeEmail(paid.email) : null))) return { outcome: 'duplicate' };
+    await this.createLicenses(unit, principal, purchase, mapped, mappings, subscription, now);
+    await unit.emit({ type: 'purchase.completed', actor: principal.actor, occurredAt: now, purchase: purchaseSnapshot(purchase) });
+    return { outcome: purchase.status === 'unmapped' ? 'unmapped' : 'fulfilled', purchase };
+  }
+
+  /**
+   * A renewal or upgrade checkout (its metadata names a license): the offer of its price applies to
+   * that license instead of creating one, in one unit, once per session. A key of another account,
+   * or a price that is no offer of the license's product, changes nothing: the purchase is kept
+   * `unmatched` for the operator.
+   */
+  private fulfilOffer(principal: Principal, providerName: string, paid: PaidPurchase, licenseKey: string, items: LineItem[]): Promise<NotificationOutcome> {
     const now = this.clock();
     return this.units.run(async (unit): Promise<NotificationOutcome> => {
       if (paid.paymentId) await this.repo.lockPayment(unit, principal.accountId, providerName, paid.paymentId);
-      const priceIds = [...new Set(items.flatMap((i) => (i.priceId ? [i.priceId] : [])))];
-      const mappings = new Map((await this.repo.mappingsFor(unit, principal.accountId, providerName, priceIds)).map((m) => [m.priceId, m]));
-      // Refunded or disputed before this event got through (it was being retried): recorded as such, no license.
       const reversed = paid.paymentId ? await this.repo.earlyReversal(unit, principal.accountId, providerName, paid.paymentId) : undefined;
-      const mapped = reversed ? [] : items.filter((i) => i.priceId !== null && mappings.has(i.priceId));
+      const license = await this.licenses.get(principal, licenseKey, unit).catch((error: unknown) => {
+        if (error instanceof AppError && error.code === 'not_found') return undefined;
+        throw error;
+      });
+      const priceIds = items.flatMap((i) => (i.priceId ? [i.priceId] : []));
+      const offer = license && (await this.offers.find(unit, license, providerName, priceIds));
       const purchase: Purchase = {
         id: newPurchaseId(),
         accountId: principal.accountId,
@@ -311,34 +484,109 @@ export class PaymentService {
         email: paid.email,
         amountTotal: paid.amountTotal,
         currency: paid.currency,
-        // Any item the operator has not mapped needs their attention, even beside mapped ones.
-        status: reversed ?? (mapped.length === items.length && items.length > 0 ? 'fulfilled' : 'unmapped'),
+        status: reversed ?? (offer ? 'fulfilled' : 'unmatched'),
+        kind: offer?.kind ?? 'new',
+        subscriptionId: null,
         invoiceId: paid.invoiceId,
         createdAt: now,
         licenseKeys: [],
       };
       if (!(await this.repo.insertPurchase(unit, purchase, paid.email ? normalizeEmail(paid.email) : null))) return { outcome: 'duplicate' };
-      for (const item of mapped) {
-        const mapping = mappings.get(item.priceId!)!;
-        const license = await this.licenses.create(
-          principal,
-          {
-            productId: mapping.productId,
-            type: mapping.licenseType,
-            expiresAt: expiryOf(mapping, now),
-            maxDevices: Math.min(MAX_DEVICES, mapping.maxDevices * Math.max(1, item.quantity)),
-            email: paid.email,
-            // No address on the session: the license is made all the same; the operator sees it in purchases.
-            sendEmail: paid.email !== null,
-          },
-          unit,
-        );
-        await this.repo.addPurchaseLicense(unit, purchase.id, item.id, license.key);
-        purchase.licenseKeys.push(license.key);
+      if (license && offer && !reversed) {
+        const applied = await this.offers.apply(unit, principal, license, offer, paid.email ?? license.email);
+        if (applied) {
+          const item = items.find((i) => i.priceId === offer.priceId)!;
+          await this.repo.addPurchaseLicense(unit, purchase.id, item.id, license.key);
+          purchase.licenseKeys.push(license.key);
+        } else {
+          // A renewal of a license that does not expire: nothing to extend.
+          await this.repo.setPurchaseStatus(unit, purchase.id, 'unmatched', now);
+          purchase.status = 'unmatched';
+        }
       }
       await unit.emit({ type: 'purchase.completed', actor: principal.actor, occurredAt: now, purchase: purchaseSnapshot(purchase) });
-      return { outcome: purchase.status === 'unmapped' ? 'unmapped' : 'fulfilled', purchase };
+      return { outcome: purchase.status === 'fulfilled' ? 'fulfilled' : 'unmatched', purchase };
     });
+  }
+
+  /** A license per mapped item, recorded on the purchase (and linked to the subscription, in subscription mode). */
+  private async createLicenses(
+    unit: Unit,
+    principal: Principal,
+    purchase: Purchase,
+    items: LineItem[],
+    mappings: Map<string, PriceMapping>,
+    subscription: { ref: SubscriptionRef; sub: Subscription } | null,
+    now: number,
+  ): Promise<void> {
+    for (const item of items) {
+      const mapping = mappings.get(item.priceId!)!;
+      const subItem = subscription?.sub.items.find((i) => i.id === item.id);
+      const expiresAt = subscription && subItem ? toIsoOrNull(this.subscriptions.expiryFor(subscription.sub, subItem, mapping)) : expiryOf(mapping, now);
+      const license = await this.licenses.create(
+        principal,
+        {
+          productId: mapping.productId,
+          type: subscription ? 'timed' : mapping.licenseType,
+          expiresAt,
+          maxDevices: Math.min(MAX_DEVICES, mapping.maxDevices * Math.max(1, item.quantity)),
+          email: purchase.email,
+          // No address on the session: the license is made all the same; the operator sees it in purchases.
+          sendEmail: purchase.email !== null,
+        },
+        unit,
+      );
+      await this.repo.addPurchaseLicense(unit, purchase.id, item.id, license.key);
+      if (subscription && subItem) await this.subscriptions.link(unit, subscription.ref, license.key, subItem, mapping);
+      purchase.licenseKeys.push(license.key);
+    }
+  }
+
+  /**
+   * Fulfils a purchase kept `unmapped` once its prices are mapped: the items that have no license yet
+   * and whose price is mapped now each get one, in one unit with the purchase locked, so concurrent
+   * calls (or a call racing a redelivered event) create each license once. A purchase fulfilled
+   * already is answered as it is; a refunded, disputed or unmatched one is a 409.
+   */
+  async fulfilLater(principal: Principal, purchaseId: string): Promise<Purchase> {
+    const found = await this.repo.getPurchase(principal.accountId, purchaseId);
+    if (!found) throw notFound('Purchase');
+    if (found.status === 'fulfilled') return found;
+    if (found.status !== 'unmapped') throw new AppError('purchase_not_unmapped', `The purchase is ${found.status}: only an unmapped purchase can be fulfilled.`);
+    const provider = this.provider(found.provider);
+    const connection = await this.repo.findConnection(principal.accountId, found.provider);
+    if (!connection) throw new AppError('payments_not_connected', `Connect ${found.provider} again first: the purchase's items are read there.`);
+    const apply = async (unit: Unit, items: LineItem[], subscription: { ref: SubscriptionRef; sub: Subscription } | null): Promise<Purchase> => {
+      const locked = await this.repo.lockPurchase(unit, principal.accountId, purchaseId);
+      if (!locked) throw notFound('Purchase');
+      const { purchase, fulfilledItems } = locked;
+      if (purchase.status !== 'unmapped') return purchase;
+      const now = this.clock();
+      const mappings = await this.plansFor(unit, principal.accountId, purchase.provider, items);
+      const open = items.filter((i) => !fulfilledItems.has(i.id));
+      const mapped = open.filter((i) => i.priceId !== null && mappings.has(i.priceId));
+      if (mapped.length === 0) throw invalidRequest('purchaseId', 'none of the purchase\'s unfulfilled prices is mapped yet: map them first');
+      await this.createLicenses(unit, principal, purchase, mapped, mappings, subscription, now);
+      if (mapped.length === open.length) {
+        await this.repo.setPurchaseStatus(unit, purchase.id, 'fulfilled', now);
+        purchase.status = 'fulfilled';
+      }
+      // Receivers learn the new keys the way they learnt the purchase.
+      await unit.emit({ type: 'purchase.completed', actor: principal.actor, occurredAt: now, purchase: purchaseSnapshot(purchase) });
+      return purchase;
+    };
+    if (found.subscriptionId) {
+      const ref = { accountId: principal.accountId, provider: provider.name, subscriptionId: found.subscriptionId };
+      const outcome = await this.subscriptions.follow(
+        ref,
+        () => provider.subscription(this.apiKey(connection), found.subscriptionId!),
+        (unit, sub) => apply(unit, (sub?.items ?? []).map((i) => ({ id: i.id, priceId: i.priceId, quantity: i.quantity })), sub && { ref, sub }),
+      );
+      if (outcome === 'duplicate') throw new AppError('internal_error', 'unreachable: no event id was given');
+      return outcome;
+    }
+    const items = await provider.lineItems(this.apiKey(connection), found.sessionId);
+    return this.units.run((unit) => apply(unit, items, null));
   }
 
   /** A full refund or a dispute: every license of the purchase is revoked, once. */

@@ -1,9 +1,41 @@
 import Stripe from 'stripe';
 import { AppError } from '../../core/errors.ts';
-import type { Invoice, LineItem, Notification, PaymentProvider, ProviderEndpoint } from './provider.ts';
+import type { Invoice, LineItem, Notification, PaymentProvider, ProviderEndpoint, Subscription, SubscriptionStatus } from './provider.ts';
 
 /** The events the endpoint subscribes to (decisions.md); everything else Stripe might send is ignored. */
-export const STRIPE_EVENTS = ['checkout.session.completed', 'checkout.session.async_payment_succeeded', 'charge.refunded', 'charge.dispute.created'] as const;
+export const STRIPE_EVENTS = [
+  'checkout.session.completed',
+  'checkout.session.async_payment_succeeded',
+  'charge.refunded',
+  'charge.dispute.created',
+  'customer.subscription.created',
+  'customer.subscription.updated',
+  'customer.subscription.deleted',
+  'invoice.paid',
+  'invoice.payment_failed',
+] as const;
+
+const SUBSCRIPTION_STATUSES: readonly SubscriptionStatus[] = ['active', 'trialing', 'past_due', 'unpaid', 'canceled', 'incomplete', 'incomplete_expired', 'paused'];
+const ms = (seconds: number | null | undefined): number | null => (typeof seconds === 'number' ? seconds * 1000 : null);
+
+/**
+ * The subscription an invoice bills: `parent.subscription_details.subscription` since API version
+ * 2025-03-31, `subscription` before (an endpoint renders events in its own version).
+ */
+function invoiceSubscription(invoice: Record<string, unknown>): string | null {
+  const parent = invoice.parent;
+  if (isRecord(parent) && isRecord(parent.subscription_details)) return idOf(parent.subscription_details.subscription);
+  return idOf(invoice.subscription);
+}
+
+/**
+ * The license a renewal or upgrade checkout is for: `tessera_license_key`, or `keyforge_license_key`
+ * on checkouts made before moving here.
+ */
+function offerLicenseKey(metadata: Record<string, string> | null | undefined): string | null {
+  const key = metadata?.tessera_license_key ?? metadata?.keyforge_license_key;
+  return typeof key === 'string' && key.trim() !== '' ? key.trim() : null;
+}
 
 /** Stripe's own limit on the age of a signed event we accept (seconds). */
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
@@ -43,6 +75,13 @@ const SESSION_RULES: readonly FieldRule[] = [
   ['currency', absentOr(isString), 'a string'],
   ['payment_intent', optionalId, 'an id'],
   ['invoice', optionalId, 'an id'],
+  ['subscription', optionalId, 'an id'],
+  ['metadata', absentOr(isRecord), 'an object'],
+];
+const INVOICE_RULES: readonly FieldRule[] = [
+  ['id', isString, 'a string'],
+  ['customer_email', absentOr(isString), 'a string'],
+  ['hosted_invoice_url', absentOr(isString), 'a string'],
 ];
 const OBJECT_RULES: Record<(typeof STRIPE_EVENTS)[number], readonly FieldRule[]> = {
   'checkout.session.completed': SESSION_RULES,
@@ -52,6 +91,11 @@ const OBJECT_RULES: Record<(typeof STRIPE_EVENTS)[number], readonly FieldRule[]>
     ['payment_intent', optionalId, 'an id'],
   ],
   'charge.dispute.created': [['payment_intent', optionalId, 'an id']],
+  'customer.subscription.created': [['id', isString, 'a string']],
+  'customer.subscription.updated': [['id', isString, 'a string']],
+  'customer.subscription.deleted': [['id', isString, 'a string']],
+  'invoice.paid': INVOICE_RULES,
+  'invoice.payment_failed': INVOICE_RULES,
 };
 
 /** Why an event's object cannot be read, or undefined when it can (or its type is not handled). */
@@ -176,7 +220,22 @@ export class StripeProvider implements PaymentProvider {
           amountTotal: session.amount_total ?? null,
           currency: session.currency ?? null,
           invoiceId: idOf(session.invoice),
+          subscriptionId: session.mode === 'subscription' ? idOf(session.subscription) : null,
+          licenseKey: offerLicenseKey(session.metadata),
         };
+      }
+      case 'customer.subscription.created':
+      case 'customer.subscription.updated':
+      case 'customer.subscription.deleted':
+        return { kind: 'subscription', eventId: event.id, subscriptionId: event.data.object.id };
+      case 'invoice.paid':
+      case 'invoice.payment_failed': {
+        const invoice = event.data.object;
+        const subscriptionId = invoiceSubscription(shape.data.object);
+        // A one-time invoice (a checkout's) is the purchase's business, not a subscription's.
+        if (!subscriptionId) return { kind: 'ignored', type: `${event.type} (no subscription)` };
+        if (event.type === 'invoice.paid') return { kind: 'subscription', eventId: event.id, subscriptionId };
+        return { kind: 'payment_failed', eventId: event.id, subscriptionId, email: invoice.customer_email ?? null, payUrl: invoice.hosted_invoice_url ?? null };
       }
       case 'charge.refunded': {
         const charge = event.data.object;
@@ -213,6 +272,69 @@ export class StripeProvider implements PaymentProvider {
       return true;
     } catch (error) {
       if (isMissing(error)) return false;
+      return translate(error);
+    }
+  }
+
+  async refreshEndpoint(apiKey: string, endpointId: string): Promise<void> {
+    try {
+      await this.client(apiKey).webhookEndpoints.update(endpointId, { enabled_events: [...STRIPE_EVENTS] });
+    } catch (error) {
+      if (isMissing(error)) throw new AppError('invalid_request', 'The webhook endpoint is gone at Stripe: connect again to create a new one.');
+      translate(error);
+    }
+  }
+
+  async subscription(apiKey: string, subscriptionId: string): Promise<Subscription | null> {
+    let sub: Stripe.Subscription;
+    try {
+      const client = this.client(apiKey);
+      sub = await withoutCallSite(() => client.subscriptions.retrieve(subscriptionId));
+    } catch (error) {
+      if (isMissing(error)) return null;
+      return translate(error);
+    }
+    const status = (SUBSCRIPTION_STATUSES as readonly string[]).includes(sub.status) ? (sub.status as SubscriptionStatus) : 'incomplete';
+    return {
+      id: sub.id,
+      customerId: idOf(sub.customer),
+      status,
+      cancelAtPeriodEnd: sub.cancel_at_period_end,
+      trialEnd: ms(sub.trial_end),
+      endedAt: ms(sub.ended_at),
+      // Since API version 2025-03-31 the billing period is the item's (current_period_start/end).
+      items: sub.items.data.map((item) => ({
+        id: item.id,
+        priceId: item.price?.id ?? null,
+        quantity: item.quantity ?? 1,
+        currentPeriodStart: item.current_period_start * 1000,
+        currentPeriodEnd: item.current_period_end * 1000,
+      })),
+    };
+  }
+
+  async checkoutUrl(apiKey: string, c: { priceId: string; email: string; metadata: Record<string, string>; successUrl: string; cancelUrl: string }): Promise<string> {
+    try {
+      const session = await this.client(apiKey).checkout.sessions.create({
+        mode: 'payment',
+        line_items: [{ price: c.priceId, quantity: 1 }],
+        customer_email: c.email,
+        metadata: c.metadata,
+        success_url: c.successUrl,
+        cancel_url: c.cancelUrl,
+      });
+      if (!session.url) throw new AppError('provider_unavailable', 'Stripe created the checkout without a page to send the customer to.');
+      return session.url;
+    } catch (error) {
+      return translate(error);
+    }
+  }
+
+  async billingPortalUrl(apiKey: string, customerId: string, returnUrl: string): Promise<string> {
+    try {
+      const session = await this.client(apiKey).billingPortal.sessions.create({ customer: customerId, return_url: returnUrl });
+      return session.url;
+    } catch (error) {
       return translate(error);
     }
   }

@@ -26,6 +26,9 @@ export interface PriceMapping {
   offsetDays: number | null;
   fixedExpiresAt: number | null;
   createdAt: number;
+  billing: 'one_time' | 'subscription';
+  /** Subscription mappings only (else null). */
+  graceDays: number | null;
 }
 
 export interface Purchase {
@@ -38,6 +41,9 @@ export interface Purchase {
   amountTotal: number | null;
   currency: string | null;
   status: PurchaseStatus;
+  kind: PurchaseSnapshot['kind'];
+  /** A subscription-mode checkout's subscription. */
+  subscriptionId: string | null;
   invoiceId: string | null;
   createdAt: number;
   licenseKeys: string[];
@@ -73,6 +79,8 @@ export interface PaymentRepository {
   /** False when the session has a purchase already (the unique key decides, also across processes). */
   insertPurchase(unit: Unit, purchase: Purchase, emailNormalized: string | null): Promise<boolean>;
   addPurchaseLicense(unit: Unit, purchaseId: string, lineItemId: string, licenseKey: string): Promise<void>;
+  /** The account's purchase with its keys, locked until `unit` ends, and the line items that have a license. */
+  lockPurchase(unit: Unit, accountId: string, id: string): Promise<{ purchase: Purchase; fulfilledItems: Set<string> } | undefined>;
   /** The purchases paid with `paymentId`, locked until `unit` ends. */
   lockPurchasesByPayment(unit: Unit, accountId: string, provider: string, paymentId: string): Promise<Purchase[]>;
   setPurchaseStatus(unit: Unit, id: string, status: PurchaseStatus, now: number): Promise<void>;

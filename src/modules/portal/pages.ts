@@ -104,7 +104,9 @@ ${d.page < d.pages && html`<a class="button secondary" rel="next" href="${device
   );
 }
 
-function licenseCard(l: PortalLicense, csrf: string, purchaseId: string | undefined): SafeHtml {
+type PortalOffer = { id: string; kind: 'renewal' | 'upgrade'; name: string };
+
+function licenseCard(l: PortalLicense, csrf: string, purchaseId: string | undefined, subscribed: boolean, offers: PortalOffer[]): SafeHtml {
   const id = `license-${l.key}`;
   return html`<article class="card" id="${id}" aria-labelledby="${id}-title">
 <div class="card-head"><h2 id="${id}-title">${l.productName}</h2><span class="badge ${l.status}">${STATUS_LABEL[l.status]}</span></div>
@@ -122,15 +124,26 @@ ${
 }
 ${resetControls(l, csrf)}
 ${l.purchaseNote && html`<p class="note">${l.purchaseNote}</p>`}
+${
+  offers.length > 0 &&
+  html`<h3>${offers.some((o) => o.kind === 'renewal') ? 'Renew or upgrade' : 'Upgrade'}</h3>${offers.map(
+    (o) =>
+      html`<form method="post" action="/portal/licenses/offer" class="inline"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="key" value="${l.key}"><input type="hidden" name="offerId" value="${o.id}"><button type="submit">${o.name}</button></form>`,
+  )}`
+}
 <div class="card-foot">
 <p class="support">Need help? <a href="mailto:${l.supportEmail}">${l.supportEmail}</a></p>
 ${purchaseId && html`<a class="button secondary" href="/portal/invoices/${encodeURIComponent(purchaseId)}">Download invoice</a>`}
+${
+  subscribed &&
+  html`<form method="post" action="/portal/licenses/subscription" class="inline"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="key" value="${l.key}"><button type="submit" class="secondary">Manage subscription</button></form>`
+}
 ${l.action && html`<a class="button" href="${l.action.url}" rel="noopener noreferrer">${l.action.text}</a>`}
 </div>
 </article>`;
 }
 
-export function portalPage(d: { email: string; licenses: PortalLicense[]; invoices?: Map<string, string>; csrf: string; notice?: Notice; expiresAt: number }): string {
+export function portalPage(d: { email: string; licenses: PortalLicense[]; invoices?: Map<string, string>; subscriptions?: Set<string>; offers?: Map<string, PortalOffer[]>; csrf: string; notice?: Notice; expiresAt: number }): string {
   const who = html`<span class="who">Signed in as <strong>${d.email}</strong></span>
 <form method="post" action="/portal/logout"><input type="hidden" name="csrf" value="${d.csrf}"><button type="submit" class="link">Sign out</button></form>`;
   const count = d.licenses.length;
@@ -140,7 +153,7 @@ export function portalPage(d: { email: string; licenses: PortalLicense[]; invoic
 <p class="lead">${count === 0 ? 'No licenses' : count === 1 ? 'One license' : `${count} licenses`} linked to ${d.email}. This page stays open until ${formatDate(d.expiresAt)}.</p>
 ${notice(d.notice)}
 <p id="copy-status" class="hint" role="status" aria-live="polite"></p>
-${count === 0 ? html`<div class="panel empty"><p>There are no licenses to show for this address.</p><p class="hint">If you bought with another address, <a href="/portal/request">ask for a link for that one</a>.</p></div>` : d.licenses.map((l) => licenseCard(l, d.csrf, d.invoices?.get(l.key)))}`,
+${count === 0 ? html`<div class="panel empty"><p>There are no licenses to show for this address.</p><p class="hint">If you bought with another address, <a href="/portal/request">ask for a link for that one</a>.</p></div>` : d.licenses.map((l) => licenseCard(l, d.csrf, d.invoices?.get(l.key), d.subscriptions?.has(l.key) ?? false, d.offers?.get(l.key) ?? []))}`,
     { who },
   );
 }

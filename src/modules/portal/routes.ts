@@ -22,6 +22,17 @@ export interface PortalInvoices {
   customerInvoice(scope: PortalScope, purchaseId: string): Promise<{ invoicePdf: string }>;
 }
 
+/** Subscriptions (the payments module): which licenses follow one, and its billing portal for the customer. */
+export interface PortalBilling {
+  managedSubscriptions(scope: PortalScope, licenseKeys: string[]): Promise<Set<string>>;
+  /** The provider's billing-portal address, made now; 404 unless the license is the scope's own and follows a subscription. */
+  billingPortal(scope: PortalScope, licenseKey: string, returnUrl: string): Promise<string>;
+  /** license key → the renewals and upgrades it qualifies for now. */
+  customerOffers(scope: PortalScope, licenseKeys: string[]): Promise<Map<string, { id: string; kind: 'renewal' | 'upgrade'; name: string }[]>>;
+  /** The provider's checkout page for the offer, made now; 404 unless the license is the scope's own and qualifies. */
+  offerCheckout(scope: PortalScope, licenseKey: string, offerId: string, portalUrl: string): Promise<string>;
+}
+
 export interface PortalLimits {
   enabled: boolean;
   /** Every portal page, per client address. */
@@ -40,6 +51,9 @@ export interface PortalRouteOptions {
   secureCookies: boolean;
   limits: PortalLimits;
   invoices?: PortalInvoices;
+  billing?: PortalBilling;
+  /** BASE_URL: where the provider's billing portal sends the customer back. */
+  baseUrl?: string;
 }
 
 const SESSION_COOKIE = 'tessera_portal';
@@ -55,6 +69,7 @@ const NOTICES = new Map<string | undefined, Notice>([
   ['no-devices', { tone: 'warn', text: 'That license has no devices to reset.' }],
   ['signed-out', { tone: 'ok', text: 'You are signed out.' }],
   ['session-ended', { tone: 'warn', text: 'Your portal session has ended. Ask for a new link to continue.' }],
+  ['offer-paid', { tone: 'ok', text: 'Thank you! Your license is updated as soon as the payment is confirmed; an e-mail follows.' }],
 ]);
 
 const RequestQuery = Type.Object({ email: Type.Optional(Type.String({ maxLength: 320 })), notice: Type.Optional(Type.String({ maxLength: 32 })) });
@@ -64,13 +79,14 @@ const ResetForm = Type.Object({ key: Type.String({ minLength: 1, maxLength: 64 }
 const DevicesParams = Type.Object({ key: Type.String({ minLength: 1, maxLength: 64 }) });
 const DevicesQuery = Type.Object({ page: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,4}$' })) });
 const InvoiceParams = Type.Object({ purchaseId: Type.String({ minLength: 1, maxLength: 64 }) });
+const OfferForm = Type.Object({ key: Type.String({ minLength: 1, maxLength: 64 }), offerId: Type.String({ minLength: 1, maxLength: 64 }), csrf: Type.Optional(Type.String({ maxLength: 128 })) });
 const CsrfForm = Type.Object({ csrf: Type.Optional(Type.String({ maxLength: 128 })) });
 
 /**
  * The customer portal: server-rendered pages that work without JavaScript. Every form carries a
  * CSRF token; sessions live in HttpOnly cookies; errors are pages, never JSON or stack traces.
  */
-export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async (app, { portal, csrf, secureCookies, limits, invoices }) => {
+export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async (app, { portal, csrf, secureCookies, limits, invoices, billing, baseUrl }) => {
   webPages(app, {
     name: 'portal',
     assetsPrefix: '/portal/assets/',
@@ -113,7 +129,9 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
   async function renderPortal(req: FastifyRequest, reply: FastifyReply, status: number, session: TokenRecord, notice?: Notice) {
     const licenses = await portal.licenses(session);
     const invoiced = invoices ? await invoices.invoicedPurchases(session, licenses.map((l) => l.key)) : undefined;
-    return send(reply, status, portalPage({ email: session.email, licenses, invoices: invoiced, csrf: csrfCookie.token(req, reply, binding(session)), notice, expiresAt: session.expiresAt }));
+    const subscribed = billing ? await billing.managedSubscriptions(session, licenses.map((l) => l.key)) : undefined;
+    const offers = billing ? await billing.customerOffers(session, licenses.map((l) => l.key)) : undefined;
+    return send(reply, status, portalPage({ email: session.email, licenses, invoices: invoiced, subscriptions: subscribed, offers, csrf: csrfCookie.token(req, reply, binding(session)), notice, expiresAt: session.expiresAt }));
   }
 
   const sessionEnded = (reply: FastifyReply) => reply.redirect('/portal/request?notice=session-ended', 303);
@@ -221,6 +239,44 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
     } catch (error) {
       if (error instanceof AppError && (error.code === 'not_found' || error.code === 'payments_not_connected')) {
         return renderPortal(req, reply, 404, current.session, { tone: 'bad', text: 'That invoice is not available in your portal.' });
+      }
+      throw error;
+    }
+  });
+
+  // "Manage subscription": the provider's billing portal, opened now for this license's customer only.
+  app.post('/portal/licenses/subscription', { config: pageLimit, bodyLimit: FORM_LIMIT, schema: { hide: true, body: ResetForm } }, async (req, reply) => {
+    const current = await currentSession(req);
+    if (!current) return sessionEnded(reply);
+    if (!csrfValid(req, req.body.csrf, current.session)) return csrfRefused(reply, '/portal');
+    try {
+      if (!billing) throw new AppError('not_found', 'Subscription not found.');
+      return reply.redirect(await billing.billingPortal(current.session, normalizeLicenseKey(req.body.key), `${baseUrl ?? ''}/portal`), 303);
+    } catch (error) {
+      if (error instanceof AppError && (error.code === 'not_found' || error.code === 'payments_not_connected')) {
+        return renderPortal(req, reply, 404, current.session, { tone: 'bad', text: 'That subscription is not available in your portal.' });
+      }
+      if (error instanceof AppError && (error.code === 'provider_unavailable' || error.code === 'invalid_provider_key')) {
+        return renderPortal(req, reply, 503, current.session, { tone: 'bad', text: 'The payment provider could not be reached. Please try again in a moment.' });
+      }
+      throw error;
+    }
+  });
+
+  // A renewal or upgrade: a Checkout session made now for this license's customer, then the browser goes there.
+  app.post('/portal/licenses/offer', { config: pageLimit, bodyLimit: FORM_LIMIT, schema: { hide: true, body: OfferForm } }, async (req, reply) => {
+    const current = await currentSession(req);
+    if (!current) return sessionEnded(reply);
+    if (!csrfValid(req, req.body.csrf, current.session)) return csrfRefused(reply, '/portal');
+    try {
+      if (!billing) throw new AppError('not_found', 'Offer not found.');
+      return reply.redirect(await billing.offerCheckout(current.session, normalizeLicenseKey(req.body.key), req.body.offerId, `${baseUrl ?? ''}/portal`), 303);
+    } catch (error) {
+      if (error instanceof AppError && (error.code === 'not_found' || error.code === 'payments_not_connected')) {
+        return renderPortal(req, reply, 404, current.session, { tone: 'bad', text: 'That offer is not available for your license.' });
+      }
+      if (error instanceof AppError && (error.code === 'provider_unavailable' || error.code === 'invalid_provider_key')) {
+        return renderPortal(req, reply, 503, current.session, { tone: 'bad', text: 'The payment provider could not be reached. Please try again in a moment.' });
       }
       throw error;
     }

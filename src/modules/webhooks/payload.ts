@@ -4,6 +4,7 @@ import { toIso } from '../../core/time.ts';
 import { deviceView, licenseChangesView, licenseView } from '../licenses/schemas.ts';
 import type { Device, License } from '../licenses/types.ts';
 import { purchaseSnapshotView } from '../payments/schemas.ts';
+import { subscriptionView } from '../subscriptions/schemas.ts';
 
 /**
  * A webhook body lists at most this many devices (a license's active devices, or those a reset
@@ -41,7 +42,8 @@ async function licenseData(snapshot: LicenseSnapshot, devicesOf: DevicesLookup) 
  * WEBHOOK_DEVICES_MAX of its devices and `activeDeviceCount`; device events add the device, a reset
  * the devices removed (capped the same, with `deviceCount`), an update the fields changed. A deleted
  * license is shown as it was, with no devices. Purchase events carry the purchase as the purchases
- * API shows it (a refund or dispute adds its `reason`).
+ * API shows it (a refund or dispute adds its `reason`); subscription events the license and its
+ * subscription as license views show it.
  */
 export async function webhookBody(event: DomainEvent, eventId: string, devicesOf: DevicesLookup): Promise<string> {
   let data: Record<string, unknown>;
@@ -74,6 +76,12 @@ export async function webhookBody(event: DomainEvent, eventId: string, devicesOf
       break;
     case 'purchase.refunded':
       data = { purchase: purchaseSnapshotView(event.purchase), reason: event.reason };
+      break;
+    case 'subscription.renewed':
+    case 'subscription.updated':
+    case 'subscription.canceled':
+    case 'subscription.payment_failed':
+      data = { license: await licenseData(event.license, devicesOf), subscription: subscriptionView(event.subscription) };
       break;
   }
   return JSON.stringify({ id: eventId, type: event.type, createdAt: toIso(event.occurredAt), data });

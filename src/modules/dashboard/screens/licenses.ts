@@ -101,7 +101,8 @@ async function licensePage(req: FastifyRequest, reply: FastifyReply, services: S
   const product = await services.products.get(principal, l.productId);
   const status = licenseStatus(l, product.fallbackEnabled, services.clock());
   const p = path(l.key);
-  const actions = html`${l.revoked ? actionButton(viewer, `${p}/unrevoke`, 'Un-revoke', 'secondary') : actionButton(viewer, `${p}/revoke`, 'Revoke…', 'danger')}${
+  const subscription = (await services.subscriptions.snapshots(principal.accountId, [l.key])).get(l.key);
+  const actions = html`${subscription ? actionButton(viewer, `${p}/subscription/unlink`, 'Unlink subscription…', 'secondary') : ''}${l.revoked ? actionButton(viewer, `${p}/unrevoke`, 'Un-revoke', 'secondary') : actionButton(viewer, `${p}/revoke`, 'Revoke…', 'danger')}${
     l.email ? actionButton(viewer, `${p}/send-email`, 'Resend purchase e-mail', 'secondary') : ''
   }${actionButton(viewer, `${p}/delete`, 'Delete…', 'danger')}`;
   const devices =
@@ -137,6 +138,10 @@ async function licensePage(req: FastifyRequest, reply: FastifyReply, services: S
 <div><dt>Expires</dt><dd>${when(l.expiresAt)}</dd></div>
 <div><dt>Devices</dt><dd>${total} of ${l.maxDevices}</dd></div>
 <div><dt>Created</dt><dd>${when(l.createdAt)}</dd></div>
+${
+  subscription &&
+  html`<div><dt>Subscription</dt><dd><code>${subscription.id}</code> (${subscription.provider}) · ${subscription.status}${subscription.cancelAtPeriodEnd ? ' · cancels at period end' : ''} · period ends ${when(subscription.currentPeriodEnd)}</dd></div>`
+}
 </dl>
 <section class="card spaced" aria-labelledby="devices-title"><h2 id="devices-title">Devices</h2>${devices}</section>
 <section aria-labelledby="edit-title"><h2 id="edit-title">Edit</h2>${licenseForm(viewer.csrf, form, p, 'Save changes')}</section>
@@ -156,6 +161,7 @@ export const licensesScreen: Screen = {
     'license-deleted': { tone: 'ok', text: 'License deleted.' },
     'device-removed': { tone: 'ok', text: 'Device removed. Its slot is free again.' },
     'devices-reset': { tone: 'ok', text: 'All devices removed.' },
+    'subscription-unlinked': { tone: 'ok', text: 'Unlinked: the subscription no longer changes this license.' },
     'email-sent': { tone: 'ok', text: 'The purchase e-mail is on its way.' },
   },
   routes: async (app, { services }) => {
@@ -349,6 +355,23 @@ ${select({ name: 'status', label: 'Status', form, options: [{ value: '', label: 
       }
       await services.licenses.resetDevices(req.dashboard.principal, key);
       return redirectWith(reply, path(key), 'devices-reset');
+    });
+
+    app.post<{ Params: { key: string } }>(`${SECTION}/:key/subscription/unlink`, async (req, reply) => {
+      const key = keyOf(req.params.key);
+      await services.licenses.get(req.dashboard.principal, key);
+      if (!confirmed(req)) {
+        return askFirst(req, reply, {
+          section: SECTION,
+          title: 'Unlink the subscription?',
+          text: 'Later payments, plan changes and cancellations of the subscription no longer change this license: its expiry, product and devices stay as they are now.',
+          action: `${path(key)}/subscription/unlink`,
+          button: 'Unlink subscription',
+          cancel: path(key),
+        });
+      }
+      await services.subscriptions.unlink(req.dashboard.principal, key);
+      return redirectWith(reply, path(key), 'subscription-unlinked');
     });
 
     app.post<{ Params: { key: string } }>(`${SECTION}/:key/delete`, async (req, reply) => {

@@ -15,16 +15,20 @@ const PAGE_SIZE = 25;
 
 type Services = ScreenOptions['services'];
 
-/** The form's three modes, onto the API's licenseType plus one of offsetDays / fixedExpiresAt. */
+/** The form's modes, onto the API's billing and licenseType plus one of offsetDays / fixedExpiresAt (or graceDays). */
 const MODES = [
   { value: 'perpetual', label: 'Perpetual (never expires)' },
   { value: 'offset', label: 'Timed: expires a number of days after purchase' },
   { value: 'fixed', label: 'Timed: expires on a fixed date' },
+  { value: 'subscription', label: 'Subscription: follows the Stripe subscription' },
 ];
+
+const KIND_LABEL: Record<Purchase['kind'], string> = { new: 'New', renewal: 'Renewal', upgrade: 'Upgrade', subscription: 'Subscription' };
 
 const STATUS_BADGE: Record<Purchase['status'], { label: string; className: string }> = {
   fulfilled: { label: 'Fulfilled', className: 'active' },
   unmapped: { label: 'Unmapped', className: 'expired' },
+  unmatched: { label: 'Unmatched', className: 'expired' },
   refunded: { label: 'Refunded', className: 'revoked' },
   disputed: { label: 'Disputed', className: 'revoked' },
 };
@@ -42,7 +46,10 @@ export function formatAmount(amount: number | null, currency: string | null): st
 }
 
 const ruleOf = (m: PriceMapping) =>
-  m.licenseType === 'perpetual' ? 'Perpetual' : m.offsetDays !== null ? `Expires ${m.offsetDays} days after purchase` : `Expires ${when(m.fixedExpiresAt)}`;
+  m.billing === 'subscription'
+    ? `Subscription, ${m.graceDays} days' grace`
+    : m.licenseType === 'perpetual'
+      ? 'Perpetual' : m.offsetDays !== null ? `Expires ${m.offsetDays} days after purchase` : `Expires ${when(m.fixedExpiresAt)}`;
 
 interface PageState {
   status?: number;
@@ -126,14 +133,17 @@ ${input({ name: 'maxDevices', label: 'Devices per unit bought', type: 'number', 
 ${select({ name: 'mode', label: 'License', form: mappingForm, options: MODES })}
 ${input({ name: 'offsetDays', label: 'Days until expiry (timed, days after purchase)', type: 'number', form: mappingForm, attrs: html` min="1" max="36500"` })}
 ${input({ name: 'fixedExpiresAt', label: 'Expiry date (timed, fixed date)', type: 'date', form: mappingForm })}
+${input({ name: 'graceDays', label: 'Grace days (subscription: how long a license works after an unpaid period end)', type: 'number', form: mappingForm, hint: '0 to 60; 7 when left empty.', attrs: html` min="0" max="60"` })}
 <div class="form-foot"><button type="submit">Map price</button></div>
 </form>`;
 
   const purchaseRows = purchases.data.map((pu) => {
     const badge = STATUS_BADGE[pu.status];
     const keys = pu.licenseKeys.length === 0 ? html`—` : html`${pu.licenseKeys.map((k) => html`<a class="key-text" href="/dashboard/licenses/${k}">${k}</a><br>`)}`;
-    const invoice = pu.invoiceId ? html`<a class="button secondary small" href="${SECTION}/purchases/${pu.id}/invoice">Download invoice</a>` : html`<span class="hint">No invoice</span>`;
-    return html`<tr><td>${when(pu.createdAt)}</td><td>${pu.email ?? '—'}</td><td class="num">${formatAmount(pu.amountTotal, pu.currency)}</td><td class="hide-phone"><span class="badge ${badge.className}">${badge.label}</span></td><td class="hide-phone">${keys}</td><td class="num">${invoice}</td></tr>`;
+    const invoice = html`${pu.invoiceId ? html`<a class="button secondary small" href="${SECTION}/purchases/${pu.id}/invoice">Download invoice</a>` : html`<span class="hint">No invoice</span>`}${
+      pu.status === 'unmapped' ? actionButton(viewer, `${SECTION}/purchases/${pu.id}/fulfil`, 'Fulfil', 'small') : ''
+    }`;
+    return html`<tr><td>${when(pu.createdAt)}</td><td>${pu.email ?? '—'}</td><td class="num">${formatAmount(pu.amountTotal, pu.currency)}</td><td class="hide-phone"><span class="badge ${badge.className}">${badge.label}</span> ${KIND_LABEL[pu.kind]}</td><td class="hide-phone">${keys}</td><td class="num">${invoice}</td></tr>`;
   });
   const purchaseList: SafeHtml =
     purchaseRows.length === 0
@@ -167,13 +177,14 @@ const statusOf = (error: unknown) => (error instanceof AppError && error.statusC
 
 /** A mapping form onto the API's body: the mode picks licenseType and which one of the two expiry fields is sent. */
 function mappingBody(f: Record<string, string | undefined>) {
-  const mode = f.mode === 'offset' || f.mode === 'fixed' ? f.mode : 'perpetual';
+  const mode = f.mode === 'offset' || f.mode === 'fixed' || f.mode === 'subscription' ? f.mode : 'perpetual';
   return {
     priceId: text(f.priceId) ?? '',
     maxDevices: whole(f.maxDevices) ?? '',
     licenseType: mode === 'perpetual' ? 'perpetual' : 'timed',
     offsetDays: mode === 'offset' ? (whole(f.offsetDays) ?? '') : undefined,
     fixedExpiresAt: mode === 'fixed' ? (optional(f.fixedExpiresAt) ?? '') : undefined,
+    ...(mode === 'subscription' && { billing: 'subscription', graceDays: whole(f.graceDays) }),
   };
 }
 
@@ -185,6 +196,7 @@ export const paymentsScreen: Screen = {
     'stripe-disconnected': { tone: 'ok', text: 'Stripe is disconnected: its webhook endpoint is deleted and the key forgotten.' },
     'price-mapped': { tone: 'ok', text: 'Price mapped. Each purchase of it now creates a license.' },
     'price-removed': { tone: 'ok', text: 'Price mapping removed. Purchases of it no longer create licenses.' },
+    'purchase-fulfilled': { tone: 'ok', text: 'Purchase fulfilled: its licenses are created and the customer is e-mailed.' },
   },
   routes: async (app, { services }) => {
     app.get(SECTION, async (req, reply) => paymentsPage(req, reply, services));
@@ -227,8 +239,12 @@ export const paymentsScreen: Screen = {
       const f = formOf(req);
       const productId = (f.productId ?? '').slice(0, 64);
       try {
-        const { licenseType, ...rest } = parseWith(CreateMappingBody, mappingBody(f));
-        await services.payments.addMapping(req.dashboard.principal, productId, PROVIDER, { ...rest, licenseType: licenseType as 'perpetual' | 'timed' });
+        const { licenseType, billing, ...rest } = parseWith(CreateMappingBody, mappingBody(f));
+        await services.payments.addMapping(req.dashboard.principal, productId, PROVIDER, {
+          ...rest,
+          billing: billing as 'one_time' | 'subscription' | undefined,
+          licenseType: licenseType as 'perpetual' | 'timed',
+        });
         return redirectWith(reply, SECTION, 'price-mapped');
       } catch (error) {
         const errors =
@@ -272,6 +288,17 @@ export const paymentsScreen: Screen = {
       } catch (error) {
         if (!(error instanceof AppError) || error.code === 'not_found' || error.code === 'internal_error') throw error;
         return paymentsPage(req, reply, services, { status: error.statusCode, notice: { tone: 'bad', text: `The invoice could not be fetched: ${error.message}` } });
+      }
+    });
+
+    // An unmapped purchase, once its prices are mapped: the same fulfilment as the webhook's.
+    app.post<{ Params: { id: string } }>(`${SECTION}/purchases/:id/fulfil`, async (req, reply) => {
+      try {
+        await services.payments.fulfilLater(req.dashboard.principal, req.params.id.slice(0, 64));
+        return redirectWith(reply, SECTION, 'purchase-fulfilled');
+      } catch (error) {
+        if (!(error instanceof AppError) || error.code === 'not_found' || error.code === 'internal_error') throw error;
+        return paymentsPage(req, reply, services, { status: error.statusCode, notice: { tone: 'bad', text: `The purchase could not be fulfilled: ${error.message}` } });
       }
     });
   },

@@ -106,7 +106,7 @@ async function productPage(req: FastifyRequest, reply: FastifyReply, services: P
   const { principal, account, viewer } = req.dashboard;
   const p = await services.products.get(principal, id);
   const activity = await services.activity.lastDays(principal, p.id);
-  const actions = html`<a class="button secondary" href="/dashboard/licenses?product=${p.id}">Licenses</a><a class="button secondary" href="${path(p)}/tokens">License tokens</a>${actionButton(
+  const actions = html`<a class="button secondary" href="/dashboard/licenses?product=${p.id}">Licenses</a><a class="button secondary" href="${path(p)}/tokens">License tokens</a><a class="button secondary" href="${path(p)}/offers">Offers</a>${actionButton(
     viewer,
     `${path(p)}/delete`,
     'Delete product…',

@@ -1,0 +1,177 @@
+import { describe, expect, it } from 'vitest';
+import { call, createProduct } from '../support/app.ts';
+import { activateDevice } from '../support/mail.ts';
+import { licensesOf, mapPrice, purchaseMailsTo, send, usePaymentsApp } from '../support/payments.ts';
+import { forEachStore } from '../support/stores.ts';
+import { stripeObjects } from '../support/stripe-double.ts';
+import { DAY, licenseOf, subscribe, subscriptionEvent } from '../support/subscriptions.ts';
+
+forEachStore('subscriptions (happy)', (kind) => {
+  const p = usePaymentsApp(kind);
+  const { double } = p;
+  const period = (s: { sub: { items: { current_period_start: number; current_period_end: number }[] } }) => ({
+    start: s.sub.items[0]!.current_period_start * 1000,
+    end: s.sub.items[0]!.current_period_end * 1000,
+  });
+
+  it('a subscription mapping: billing subscription, timed, graceDays 7 by default', async () => {
+    const s = await subscribe(p, { checkout: false });
+    const list = await call(p.ctx, { method: 'GET', url: `/api/v1/products/${s.productId}/prices`, headers: s.t.auth });
+    expect(list.body).toMatchObject([{ priceId: s.price, billing: 'subscription', licenseType: 'timed', graceDays: 7, offsetDays: null, fixedExpiresAt: null }]);
+  });
+
+  it('a checkout in subscription mode creates one linked license (period end + grace, maxDevices × quantity), one e-mail, a purchase of kind subscription', async () => {
+    const s = await subscribe(p, { maxDevices: 2, quantity: 3 });
+    const { row } = await licenseOf(p, s);
+    expect(row).toMatchObject({ product_id: s.productId, type: 'timed', max_devices: 6, email: s.email });
+    expect(Number(row.expires_at)).toBe(period(s).end + 7 * DAY);
+    expect(await purchaseMailsTo(p.ctx.store, s.email)).toBe(1);
+    const purchases = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: s.t.auth });
+    expect(purchases.body.data).toMatchObject([{ kind: 'subscription', status: 'fulfilled', licenseKeys: [row.key], hasInvoice: true }]);
+    expect(double.calls('GET', `/v1/subscriptions/${s.sub.id}`).length).toBeGreaterThan(0);
+  });
+
+  it('renewal (invoice.paid after the period moved on): the expiry follows, subscription.renewed fires, no second e-mail', async () => {
+    const s = await subscribe(p);
+    const first = period(s);
+    double.updateSubscription(s.c.key, s.sub.id, (sub) => {
+      for (const item of sub.items) [item.current_period_start, item.current_period_end] = [item.current_period_end, item.current_period_end + 30 * 86_400];
+    });
+    const res = await send(p.ctx, s.c, 'invoice.paid', stripeObjects.subscriptionInvoice({ subscription: s.sub.id, status: 'paid' }));
+    expect(res.status).toBe(200);
+    const { row } = await licenseOf(p, s);
+    expect(Number(row.expires_at)).toBe(first.end + 30 * DAY + 7 * DAY);
+    expect(await purchaseMailsTo(p.ctx.store, s.email)).toBe(1);
+    expect(s.events.filter((e) => e.type === 'subscription.renewed')).toHaveLength(1);
+    const updated = s.events.find((e) => e.type === 'license.updated');
+    expect(updated?.actor).toEqual({ type: 'provider', provider: 'stripe' });
+  });
+
+  it('the one expiry rule: cancel at period end gives exactly the end; past_due the period start + grace; ended its ended_at; trialing the trial end + grace', async () => {
+    const s = await subscribe(p, { graceDays: 3 });
+    const { start, end } = period(s);
+    const expiry = async () => Number((await licenseOf(p, s)).row.expires_at);
+
+    double.updateSubscription(s.c.key, s.sub.id, (sub) => (sub.cancel_at_period_end = true));
+    await subscriptionEvent(p, s);
+    expect(await expiry()).toBe(end);
+
+    double.updateSubscription(s.c.key, s.sub.id, (sub) => {
+      sub.cancel_at_period_end = false;
+      sub.status = 'past_due';
+    });
+    await subscriptionEvent(p, s);
+    expect(await expiry()).toBe(start + 3 * DAY);
+
+    double.updateSubscription(s.c.key, s.sub.id, (sub) => (sub.status = 'active'));
+    await send(p.ctx, s.c, 'invoice.paid', stripeObjects.subscriptionInvoice({ subscription: s.sub.id, status: 'paid' }));
+    expect(await expiry()).toBe(end + 3 * DAY);
+
+    const endedAt = Math.floor(Date.now() / 1000) - 60;
+    double.updateSubscription(s.c.key, s.sub.id, (sub) => {
+      sub.status = 'canceled';
+      sub.ended_at = endedAt;
+    });
+    await subscriptionEvent(p, s, 'customer.subscription.deleted');
+    expect(await expiry()).toBe(endedAt * 1000);
+    const { view } = await licenseOf(p, s);
+    expect(view.expiresAt).toBe(new Date(endedAt * 1000).toISOString());
+    expect(s.events.filter((e) => e.type === 'subscription.canceled')).toHaveLength(1);
+
+    const trialEnd = Math.floor(Date.now() / 1000) + 14 * 86_400;
+    const trial = await subscribe(p, { status: 'trialing', trialEnd });
+    expect(Number((await licenseOf(p, trial)).row.expires_at)).toBe(trialEnd * 1000 + 7 * DAY);
+  });
+
+  it('a plan change moves the license to the mapped product keeping key and devices; quantity sets maxDevices; an unmapped price changes neither', async () => {
+    const s = await subscribe(p, { maxDevices: 1 });
+    const { row } = await licenseOf(p, s);
+    await activateDevice(p.ctx, s.t.auth, row.key, s.productId, 'device-1');
+    const pro = await createProduct(p.ctx, s.t, { name: 'Cloud Studio Pro' });
+    const proPrice = double.price(s.c.key);
+    await mapPrice(p, s.t, pro.id, { priceId: proPrice, billing: 'subscription', licenseType: 'timed', maxDevices: 5, graceDays: 1 });
+
+    double.updateSubscription(s.c.key, s.sub.id, (sub) => {
+      sub.items[0]!.priceId = proPrice;
+      sub.items[0]!.quantity = 2;
+    });
+    await subscriptionEvent(p, s);
+    const moved = await licenseOf(p, s);
+    expect(moved.row).toMatchObject({ key: row.key, product_id: pro.id, max_devices: 10 });
+    expect(Number(moved.row.expires_at)).toBe(period(s).end + 1 * DAY);
+    expect(moved.view.activeDevices.map((d: { identifier: string }) => d.identifier)).toEqual(['device-1']);
+
+    const unmapped = double.price(s.c.key);
+    double.updateSubscription(s.c.key, s.sub.id, (sub) => {
+      sub.items[0]!.priceId = unmapped;
+      sub.items[0]!.quantity = 7;
+    });
+    await subscriptionEvent(p, s);
+    expect((await licenseOf(p, s)).row).toMatchObject({ product_id: pro.id, max_devices: 10 });
+    expect(await licensesOf(p.ctx.store, s.t.accountId)).toHaveLength(1);
+  });
+
+  it('events that arrive before the checkout change nothing; the checkout then applies the current state', async () => {
+    const s = await subscribe(p, { checkout: false });
+    expect((await subscriptionEvent(p, s, 'customer.subscription.created')).status).toBe(200);
+    expect(await licensesOf(p.ctx.store, s.t.accountId)).toHaveLength(0);
+    double.updateSubscription(s.c.key, s.sub.id, (sub) => (sub.cancel_at_period_end = true));
+    await send(p.ctx, s.c, 'checkout.session.completed', stripeObjects.subscriptionCheckout({ id: 'cs_test_late_checkout', subscription: s.sub.id, email: s.email }));
+    expect(Number((await licenseOf(p, s)).row.expires_at)).toBe(period(s).end);
+  });
+
+  it('late, doubled and out-of-order events converge on the current state, concurrently too: one license, one e-mail', async () => {
+    const s = await subscribe(p, { checkout: false });
+    // Events carrying older states, sent after the subscription moved on: the state applied is Stripe's now.
+    const stale = p.double.subscriptionObject(s.c.key, s.sub.id);
+    double.updateSubscription(s.c.key, s.sub.id, (sub) => {
+      sub.status = 'past_due';
+      for (const item of sub.items) [item.current_period_start, item.current_period_end] = [item.current_period_end, item.current_period_end + 30 * 86_400];
+    });
+    const checkout = stripeObjects.subscriptionCheckout({ id: 'cs_test_converge', subscription: s.sub.id, email: s.email });
+    const { signedEvent } = await import('../support/stripe-double.ts');
+    const { deliver } = await import('../support/payments.ts');
+    const events = [
+      ...Array.from({ length: 10 }, () => signedEvent(s.c.secret, 'checkout.session.completed', checkout, { eventId: 'evt_checkout_once' })),
+      ...Array.from({ length: 5 }, () => signedEvent(s.c.secret, 'customer.subscription.updated', stale)),
+      signedEvent(s.c.secret, 'invoice.paid', stripeObjects.subscriptionInvoice({ subscription: s.sub.id, status: 'paid' })),
+    ];
+    const answers = await Promise.all(events.map((e) => deliver(p.ctx, s.c.connectionId, e)));
+    expect(answers.map((a) => `${a.status} ${a.status === 200 ? '' : JSON.stringify(a.body)}`)).toEqual(answers.map(() => '200 '));
+    const { row } = await licenseOf(p, s);
+    expect(Number(row.expires_at)).toBe(period(s).start + 7 * DAY);
+    expect(await purchaseMailsTo(p.ctx.store, s.email)).toBe(1);
+    // The same event again, later: nothing more.
+    const again = await deliver(p.ctx, s.c.connectionId, events[10]!);
+    expect(again.status).toBe(200);
+    expect(s.events.filter((e) => e.type === 'license.created')).toHaveLength(1);
+  });
+
+  it('invoice.payment_failed e-mails the customer where to pay and manage, fires subscription.payment_failed, changes no license; once per event', async () => {
+    const s = await subscribe(p);
+    const before = (await licenseOf(p, s)).row;
+    const { signedEvent } = await import('../support/stripe-double.ts');
+    const { deliver } = await import('../support/payments.ts');
+    const invoice = stripeObjects.subscriptionInvoice({ subscription: s.sub.id, email: s.email });
+    const event = signedEvent(s.c.secret, 'invoice.payment_failed', invoice);
+    for (let i = 0; i < 3; i++) expect((await deliver(p.ctx, s.c.connectionId, event)).status).toBe(200);
+    const rows = await p.ctx.store.read.all(p.ctx.store.db.selectFrom('outbox').select('payload').where('kind', '=', 'mail'));
+    const mails = rows.map((r) => JSON.parse(r.payload) as { kind: string; to: string; text: string }).filter((m) => m.kind === 'payment_failed' && m.to === s.email);
+    expect(mails).toHaveLength(1);
+    expect(mails[0]!.text).toContain(invoice.hosted_invoice_url);
+    expect(mails[0]!.text).toContain(`/portal/request?email=${encodeURIComponent(s.email)}`);
+    expect(s.events.filter((e) => e.type === 'subscription.payment_failed')).toHaveLength(1);
+    expect((await licenseOf(p, s)).row).toEqual(before);
+  });
+
+  it('POST /payments/stripe/refresh-endpoint gives an endpoint made before the new events', async () => {
+    const s = await subscribe(p, { checkout: false });
+    const endpoint = [...double.endpoints.values()].find((e) => e.url === s.c.webhookUrl)!;
+    endpoint.enabled_events = ['checkout.session.completed', 'checkout.session.async_payment_succeeded', 'charge.refunded', 'charge.dispute.created'];
+    const res = await call(p.ctx, { method: 'POST', url: '/api/v1/payments/stripe/refresh-endpoint', headers: s.t.auth });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ connected: true });
+    expect(endpoint.enabled_events).toContain('customer.subscription.updated');
+    expect(endpoint.enabled_events).toContain('invoice.payment_failed');
+  });
+});

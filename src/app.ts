@@ -16,8 +16,10 @@ import { type MailOptions, registerOutboxWorker } from './modules/mail/plugin.ts
 import { Csrf } from './http/web/csrf.ts';
 import { paymentRoutes, paymentWebhookRoutes } from './modules/payments/routes.ts';
 import { portalApiRoutes, portalRoutes } from './modules/portal/routes.ts';
+import { notFoundPage as portalNotFoundPage } from './modules/portal/pages.ts';
 import { registerActivityFlush } from './modules/activity/plugin.ts';
-import { dashboardRoutes } from './modules/dashboard/routes.ts';
+import { dashboardNotFoundPage, dashboardRoutes } from './modules/dashboard/routes.ts';
+import { notFoundPages } from './http/web/not-found.ts';
 import { productImageRoutes } from './modules/product-images/routes.ts';
 import { licenseTokenRoutes } from './modules/license-tokens/routes.ts';
 import { LicenseBody } from './modules/licenses/schemas.ts';
@@ -74,7 +76,10 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   capConnections(app, config.http.maxConnections);
-  registerErrorHandling(app);
+  registerErrorHandling(
+    app,
+    notFoundPages([{ prefix: '/portal', page: portalNotFoundPage }], dashboardNotFoundPage),
+  );
   accessLog?.watchErrors(app);
   refuseWhileClosing(app);
   registerJsonBody(app);

@@ -93,7 +93,7 @@ for (const kind of storeKinds()) {
       await page.getByLabel('Customers may reset their devices in the portal').uncheck();
       await page.getByLabel('Resets allowed per license').fill('0');
       await page.getByRole('button', { name: 'Save changes' }).click();
-      expect(await page.getByText('Portal device reset limit must be at least 1.').isVisible()).toBe(true);
+      expect(await page.getByText('Resets allowed per license must be at least 1.').isVisible()).toBe(true);
       await page.getByLabel('Resets allowed per license').fill('2');
       await page.getByRole('button', { name: 'Save changes' }).click();
       expect(await page.getByRole('status').first().textContent()).toContain('Changes saved.');

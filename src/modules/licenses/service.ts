@@ -131,7 +131,7 @@ export const LIST_LIMIT_DEFAULT = 50;
 export const LIST_LIMIT_MAX = 100;
 
 /** `timed` needs an expiry, `perpetual` must have none (decisions.md). */
-function resolveExpiry(type: LicenseType, input: string | null | undefined, current: number | null): number | null {
+export function resolveExpiry(type: LicenseType, input: string | null | undefined, current: number | null): number | null {
   if (type === 'perpetual') {
     if (input !== undefined && input !== null) throw invalidRequest('expiresAt', 'must be null for a perpetual license');
     return null;

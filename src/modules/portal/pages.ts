@@ -55,6 +55,9 @@ ${d.action && html`<a class="button" href="${d.action.href}">${d.action.text}</a
   );
 }
 
+export const notFoundPage = () =>
+  messagePage({ title: 'Page not found', text: 'There is no page at this address. Your licenses are one e-mailed link away.', action: { text: 'Get a link to your licenses', href: '/portal/request' } });
+
 export const invalidLinkPage = () =>
   messagePage({
     title: 'This link has expired',

@@ -3,6 +3,7 @@ import { accountScreen } from './screens/account.ts';
 import { activityScreen } from './screens/activity.ts';
 import { apiKeysScreen } from './screens/api-keys.ts';
 import { homeScreen } from './screens/home.ts';
+import { instanceScreen } from './screens/instance.ts';
 import { licensesScreen } from './screens/licenses.ts';
 import { paymentsScreen } from './screens/payments.ts';
 import { portalScreen } from './screens/portal.ts';
@@ -11,4 +12,4 @@ import { tokensScreen } from './screens/tokens.ts';
 import { webhooksScreen } from './screens/webhooks.ts';
 
 /** The dashboard's screens in navigation order: a new screen is one file in screens/ and one line here. */
-export const SCREENS: Screen[] = [homeScreen, productsScreen, tokensScreen, licensesScreen, apiKeysScreen, portalScreen, paymentsScreen, webhooksScreen, activityScreen, accountScreen];
+export const SCREENS: Screen[] = [homeScreen, productsScreen, tokensScreen, licensesScreen, apiKeysScreen, portalScreen, paymentsScreen, webhooksScreen, activityScreen, accountScreen, instanceScreen];

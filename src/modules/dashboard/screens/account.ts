@@ -16,6 +16,7 @@ async function accountPage(req: FastifyRequest, reply: FastifyReply, services: S
   const form = o.forms?.password ?? emptyForm();
   const emailForm = o.forms?.email ?? emptyForm();
   const pending = await services.dashboard.pendingEmailChange(account.id);
+  const administrator = await services.accounts.isAdministrator(account.id);
   return render(req, reply, {
     status: o.status,
     title: 'Account',
@@ -25,6 +26,7 @@ async function accountPage(req: FastifyRequest, reply: FastifyReply, services: S
 <section class="card" aria-labelledby="who-title"><h2 id="who-title">Your account</h2>
 <dl class="facts"><div><dt>E-mail</dt><dd>${account.email}</dd></div><div><dt>Plan</dt><dd>${account.plan === 'plus' ? 'Plus' : 'Free'}</dd></div><div><dt>Since</dt><dd>${when(account.createdAt)}</dd></div></dl>
 <p class="hint">${account.plan === 'plus' ? 'Plus includes product images in purchase e-mails.' : 'The plus plan adds product images to purchase e-mails; your server operator changes plans with the CLI.'}</p>
+${administrator ? html`<p><a class="button secondary" href="/dashboard/instance/accounts">Manage the accounts of this installation</a></p>` : ''}
 </section>
 <form class="panel" method="post" action="${SECTION}/email" novalidate>
 <h2>Change your e-mail address</h2>

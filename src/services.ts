@@ -5,6 +5,8 @@ import { SqlAccountRepository } from './modules/accounts/repository.ts';
 import { AccountService } from './modules/accounts/service.ts';
 import { SqlActivityRepository } from './modules/activity/repository.ts';
 import { ActivityService } from './modules/activity/service.ts';
+import { SqlOverviewRepository } from './modules/overview/repository.ts';
+import { OverviewService } from './modules/overview/service.ts';
 import { SqlDashboardRepository } from './modules/dashboard/repository.ts';
 import { DashboardAuthService } from './modules/dashboard/service.ts';
 import { SqlAuditRepository } from './modules/audit/repository.ts';
@@ -121,7 +123,8 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   );
   const dashboard = new DashboardAuthService(new SqlDashboardRepository(store), units, accounts, mail, baseUrl, clock);
   const activity = new ActivityService(new SqlActivityRepository(store), units, clock);
-  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, idempotency, dashboard, activity };
+  const overview = new OverviewService(new SqlOverviewRepository(store), activity, audit, clock);
+  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, idempotency, dashboard, activity, overview };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -2,6 +2,7 @@ import type { Screen } from './screen.ts';
 import { accountScreen } from './screens/account.ts';
 import { activityScreen } from './screens/activity.ts';
 import { apiKeysScreen } from './screens/api-keys.ts';
+import { auditLogScreen } from './screens/audit-log.ts';
 import { homeScreen } from './screens/home.ts';
 import { instanceScreen } from './screens/instance.ts';
 import { licensesScreen } from './screens/licenses.ts';
@@ -12,4 +13,4 @@ import { tokensScreen } from './screens/tokens.ts';
 import { webhooksScreen } from './screens/webhooks.ts';
 
 /** The dashboard's screens in navigation order: a new screen is one file in screens/ and one line here. */
-export const SCREENS: Screen[] = [homeScreen, productsScreen, tokensScreen, licensesScreen, apiKeysScreen, portalScreen, paymentsScreen, webhooksScreen, activityScreen, accountScreen, instanceScreen];
+export const SCREENS: Screen[] = [homeScreen, productsScreen, tokensScreen, licensesScreen, apiKeysScreen, portalScreen, paymentsScreen, webhooksScreen, activityScreen, auditLogScreen, accountScreen, instanceScreen];

@@ -11,6 +11,8 @@ export const TALLY_SLICE = 2_500;
 export const TALLY_FRESH_MS = 60_000;
 /** A view waits this long for a first tally (every account of up to ~100,000 licenses); past it, the page says it is counting. */
 export const TALLY_WAIT_MS = 50;
+/** A count quicker than this is not kept: the next view counts again, so a small account's figures are always current. */
+export const TALLY_QUICK_MS = 10;
 /** Accounts whose tally is kept in memory; the least recently counted goes first. */
 const TALLY_ACCOUNTS = 1000;
 
@@ -18,6 +20,8 @@ export interface Tally extends LicenseTally {
   /** Not revoked and not expired. */
   active: number;
   countedAt: number;
+  /** The count took longer than TALLY_QUICK_MS: it is kept and shown while the next one runs. */
+  slow: boolean;
 }
 
 export interface ActivitySums {
@@ -62,11 +66,15 @@ export class OverviewService {
     return { tally, activity: { last7Days: sum(7), last30Days: sum(30), days }, revenue, latest: latest.data };
   }
 
-  /** The account's tally: a fresh one, else the last one (counting again behind it), else the first if it is quick. */
+  /**
+   * The account's tally. A small account is counted on every view (a few milliseconds). A large
+   * one's last count is shown for a minute, then still shown while it is counted again behind it;
+   * its first count is waited for TALLY_WAIT_MS at most.
+   */
   async tally(accountId: string): Promise<Tally | undefined> {
     const entry = this.tallies.get(accountId) ?? {};
-    const fresh = entry.tally && this.clock() - entry.tally.countedAt < TALLY_FRESH_MS;
-    if (fresh) return entry.tally;
+    const kept = entry.tally?.slow === true;
+    if (kept && this.clock() - entry.tally!.countedAt < TALLY_FRESH_MS) return entry.tally;
     if (!entry.counting) {
       entry.counting = this.count(accountId).finally(() => {
         entry.counting = undefined;
@@ -76,7 +84,7 @@ export class OverviewService {
       this.tallies.set(accountId, entry);
       if (this.tallies.size > TALLY_ACCOUNTS) this.tallies.delete(this.tallies.keys().next().value!);
     }
-    if (entry.tally) return entry.tally;
+    if (kept) return entry.tally;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<undefined>((resolve) => {
       timer = setTimeout(() => resolve(undefined), TALLY_WAIT_MS);
@@ -90,6 +98,7 @@ export class OverviewService {
 
   private async count(accountId: string): Promise<Tally> {
     const now = this.clock();
+    const started = performance.now();
     const sum: LicenseTally = { licenses: 0, revoked: 0, expired: 0, activeDevices: 0 };
     let after = '';
     for (;;) {
@@ -102,7 +111,7 @@ export class OverviewService {
       after = slice.lastKey;
       await yieldToLoop(); // requests waiting meanwhile go first
     }
-    const tally = { ...sum, active: sum.licenses - sum.revoked - sum.expired, countedAt: now };
+    const tally = { ...sum, active: sum.licenses - sum.revoked - sum.expired, countedAt: now, slow: performance.now() - started > TALLY_QUICK_MS };
     const entry = this.tallies.get(accountId);
     if (entry) entry.tally = tally;
     return tally;

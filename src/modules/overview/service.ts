@@ -11,8 +11,6 @@ export const TALLY_SLICE = 2_500;
 export const TALLY_FRESH_MS = 60_000;
 /** A view waits this long for a first tally (every account of up to ~100,000 licenses); past it, the page says it is counting. */
 export const TALLY_WAIT_MS = 50;
-/** A count quicker than this is not kept: the next view counts again, so a small account's figures are always current. */
-export const TALLY_QUICK_MS = 10;
 /** Accounts whose tally is kept in memory; the least recently counted goes first. */
 const TALLY_ACCOUNTS = 1000;
 
@@ -20,8 +18,8 @@ export interface Tally extends LicenseTally {
   /** Not revoked and not expired. */
   active: number;
   countedAt: number;
-  /** The count took longer than TALLY_QUICK_MS: it is kept and shown while the next one runs. */
-  slow: boolean;
+  /** More than one slice was counted (a large account): the tally is kept and shown while the next one runs. */
+  kept: boolean;
 }
 
 export interface ActivitySums {
@@ -67,13 +65,14 @@ export class OverviewService {
   }
 
   /**
-   * The account's tally. A small account is counted on every view (a few milliseconds). A large
+   * The account's tally. A small account (one slice) is counted on every view, in a few
+   * milliseconds, so its figures are always current. A large
    * one's last count is shown for a minute, then still shown while it is counted again behind it;
    * its first count is waited for TALLY_WAIT_MS at most.
    */
   async tally(accountId: string): Promise<Tally | undefined> {
     const entry = this.tallies.get(accountId) ?? {};
-    const kept = entry.tally?.slow === true;
+    const kept = entry.tally?.kept === true;
     if (kept && this.clock() - entry.tally!.countedAt < TALLY_FRESH_MS) return entry.tally;
     if (!entry.counting) {
       entry.counting = this.count(accountId).finally(() => {
@@ -98,10 +97,11 @@ export class OverviewService {
 
   private async count(accountId: string): Promise<Tally> {
     const now = this.clock();
-    const started = performance.now();
     const sum: LicenseTally = { licenses: 0, revoked: 0, expired: 0, activeDevices: 0 };
     let after = '';
+    let slices = 0;
     for (;;) {
+      slices++;
       const slice = await this.repo.tallySlice(accountId, after, TALLY_SLICE, now);
       sum.licenses += slice.licenses;
       sum.revoked += slice.revoked;
@@ -111,7 +111,7 @@ export class OverviewService {
       after = slice.lastKey;
       await yieldToLoop(); // requests waiting meanwhile go first
     }
-    const tally = { ...sum, active: sum.licenses - sum.revoked - sum.expired, countedAt: now, slow: performance.now() - started > TALLY_QUICK_MS };
+    const tally = { ...sum, active: sum.licenses - sum.revoked - sum.expired, countedAt: now, kept: slices > 1 };
     const entry = this.tallies.get(accountId);
     if (entry) entry.tally = tally;
     return tally;

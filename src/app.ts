@@ -18,8 +18,10 @@ import { paymentRoutes, paymentWebhookRoutes } from './modules/payments/routes.t
 import { subscriptionRoutes } from './modules/subscriptions/routes.ts';
 import { offerRoutes } from './modules/offers/routes.ts';
 import { portalApiRoutes, portalRoutes } from './modules/portal/routes.ts';
+import { notFoundPage as portalNotFoundPage } from './modules/portal/pages.ts';
 import { registerActivityFlush } from './modules/activity/plugin.ts';
-import { dashboardRoutes, type SignedInRoute } from './modules/dashboard/routes.ts';
+import { dashboardNotFoundPage, dashboardRoutes, type SignedInRoute } from './modules/dashboard/routes.ts';
+import { notFoundPages } from './http/web/not-found.ts';
 import { productImageRoutes } from './modules/product-images/routes.ts';
 import { licenseTokenRoutes } from './modules/license-tokens/routes.ts';
 import { LicenseBody } from './modules/licenses/schemas.ts';
@@ -79,7 +81,10 @@ export async function buildApp({ config, services, logger = true, logStream, mai
   // The routes behind an API key and behind a dashboard sign-in, as their access checks see them (tests enumerate them).
   app.decorate('serverApiRoutes', [] as string[]);
   app.decorate('signedInRoutes', [] as SignedInRoute[]);
-  registerErrorHandling(app);
+  registerErrorHandling(
+    app,
+    notFoundPages([{ prefix: '/portal', page: portalNotFoundPage }], dashboardNotFoundPage),
+  );
   accessLog?.watchErrors(app);
   refuseWhileClosing(app);
   registerJsonBody(app);

@@ -21,7 +21,9 @@ const USAGE = `Usage: npm run --silent cli -- <command>
       licenses with their keys and devices, from CSV or JSON (docs/migrating.md)
   backup --to FILE          a consistent copy of the SQLite store, also while the server runs
   restore --from FILE       replaces the SQLite store with a backup (stop the server first)
-Each command prints one JSON object on stdout. PostgreSQL: pg_dump / pg_restore (docs/operations.md).`;
+  help, --help, -h          this text
+Each command prints one JSON object on stdout. PostgreSQL: pg_dump / pg_restore (docs/operations.md).
+Settings come from the environment (DATA_DIR, DATABASE_URL, SECRET_KEY...): docs/getting-started.md.`;
 
 type Options = { email?: string; scope?: string; 'expires-at'?: string; 'new-email'?: string; password?: string; plan?: string; name?: string; id?: string; file?: string; format?: string; 'dry-run'?: boolean; to?: string; from?: string };
 
@@ -118,9 +120,15 @@ async function main(): Promise<number> {
       'dry-run': { type: 'boolean' },
       to: { type: 'string' },
       from: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
     },
   });
   const name = positionals.join(' ');
+  // Asked for, usage is the answer (stdout, exit 0); only an unknown command is a usage error (stderr, exit 2).
+  if (values.help || name === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   // Own properties only: never Object.prototype's (`cli -- toString`).
   const fileCommand = Object.hasOwn(fileCommands, name) ? fileCommands[name] : undefined;
   if (fileCommand) {

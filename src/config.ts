@@ -73,6 +73,11 @@ export interface Config {
   secretKey: Buffer;
   smtpUrl?: string;
   mailFrom: string;
+  /**
+   * Without SMTP, each e-mail's links also go to the log (a new user's sign-in and reset links at
+   * hand): on unless NODE_ENV is production, since the links open accounts and portals.
+   */
+  logMailLinks: boolean;
   logLevel: string;
   /** Requests slower than this (ms) are logged in full at warn. */
   logSlowMs: number;
@@ -210,6 +215,7 @@ export function loadConfig(env: Env = process.env): Config {
     secretKey: secretKey(env, dataDir),
     smtpUrl,
     mailFrom: env.MAIL_FROM || 'Tessera <no-reply@localhost>',
+    logMailLinks: !smtpUrl && env.NODE_ENV !== 'production',
     logLevel: env.LOG_LEVEL || 'info',
     logSlowMs: int(env, 'LOG_SLOW_MS', 1000, 0),
     logSamplePublic: fraction(env, 'LOG_SAMPLE_PUBLIC', 1),

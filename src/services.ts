@@ -5,6 +5,8 @@ import { SqlAccountRepository } from './modules/accounts/repository.ts';
 import { AccountService } from './modules/accounts/service.ts';
 import { SqlActivityRepository } from './modules/activity/repository.ts';
 import { ActivityService } from './modules/activity/service.ts';
+import { SqlOverviewRepository } from './modules/overview/repository.ts';
+import { OverviewService } from './modules/overview/service.ts';
 import { SqlDashboardRepository } from './modules/dashboard/repository.ts';
 import { DashboardAuthService } from './modules/dashboard/service.ts';
 import { SqlMemberRepository } from './modules/members/repository.ts';
@@ -142,7 +144,8 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const members = new MemberService(new SqlMemberRepository(store), units, accounts, memberRemoved, mail, baseUrl, clock);
   const dashboard = new DashboardAuthService(dashboardRepository, units, accounts, members, twoFactor, mail, baseUrl, clock);
   const activity = new ActivityService(new SqlActivityRepository(store), units, clock);
-  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, subscriptions, offers, lifecycleMail, idempotency, dashboard, members, twoFactor, activity };
+  const overview = new OverviewService(new SqlOverviewRepository(store), activity, audit, clock);
+  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, subscriptions, offers, lifecycleMail, idempotency, dashboard, overview, members, twoFactor, activity };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -30,6 +30,7 @@ export const API_ACCESS: Readonly<Record<string, Area>> = {
   'POST /api/v1/licenses/devices/reset': 'licenses',
   'GET /api/v1/products/:productId/licenses': 'licenses',
   'GET /api/v1/licenses/events': 'licenses',
+  'GET /api/v1/events': 'licenses',
   'DELETE /api/v1/licenses/subscription': 'licenses',
 
   'GET /api/v1/products/:productId/license-token': 'tokens',

@@ -89,10 +89,19 @@ export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoExcep
   socket.destroy();
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
+/**
+ * Whether a request comes from a browser's address bar or link: it asks for HTML and is not
+ * for the API (whose clients always get JSON, whatever they accept).
+ */
+export const wantsPage = (request: FastifyRequest): boolean =>
+  !request.url.startsWith('/api/') && (request.method === 'GET' || request.method === 'HEAD') && /\btext\/html\b/.test(request.headers.accept ?? '');
+
+/** `notFoundPage` answers an unknown page to a browser (HTML); everyone else gets the JSON error. */
+export function registerErrorHandling(app: FastifyInstance, notFoundPage?: (request: FastifyRequest, reply: FastifyReply) => FastifyReply): void {
   app.setErrorHandler(sendError);
-  app.setNotFoundHandler((_request, reply) => {
-    void reply.status(404).send({ error: { code: 'not_found', message: 'Not found.' } });
+  app.setNotFoundHandler((request, reply) => {
+    if (notFoundPage && wantsPage(request)) return notFoundPage(request, reply);
+    return reply.status(404).send({ error: { code: 'not_found', message: 'Not found.' } });
   });
 }
 

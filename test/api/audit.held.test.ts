@@ -162,8 +162,8 @@ forEachStore('license audit log: activations held by device rows', (kind) => {
     const license = await createLicense(ctx, tenant, productId);
     await activate(license.key, 'd1');
     const repo = new SqlAuditRepository(ctx.store);
-    expect(await repo.list(other.accountId, license.key, { limit: 10, since: 0 })).toEqual([]);
-    expect((await repo.list(tenant.accountId, license.key, { limit: 10, since: 0 })).map((e) => e.type)).toEqual(['device.activated', 'license.created']);
+    expect(await repo.list(other.accountId, { licenseKey: license.key }, { limit: 10, since: 0 })).toEqual([]);
+    expect((await repo.list(tenant.accountId, { licenseKey: license.key }, { limit: 10, since: 0 })).map((e) => e.type)).toEqual(['device.activated', 'license.created']);
   });
 
   it('a listing while devices are removed shows each activation once, never skipped', async () => {

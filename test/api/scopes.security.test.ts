@@ -31,6 +31,7 @@ const LICENSES_SCOPE = new Set([
   'GET /api/v1/products/:productId/licenses',
   'GET /api/v1/licenses/events',
   'DELETE /api/v1/licenses/subscription',
+  'GET /api/v1/events',
 ]);
 
 const allowedFor = (scope: Scope, route: string): boolean => {

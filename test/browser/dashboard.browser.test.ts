@@ -93,7 +93,7 @@ for (const kind of storeKinds()) {
       await page.getByLabel('Customers may reset their devices in the portal').uncheck();
       await page.getByLabel('Resets allowed per license').fill('0');
       await page.getByRole('button', { name: 'Save changes' }).click();
-      expect(await page.getByText('Portal device reset limit must be at least 1.').isVisible()).toBe(true);
+      expect(await page.getByText('Resets allowed per license must be at least 1.').isVisible()).toBe(true);
       await page.getByLabel('Resets allowed per license').fill('2');
       await page.getByRole('button', { name: 'Save changes' }).click();
       expect(await page.getByRole('status').first().textContent()).toContain('Changes saved.');
@@ -300,5 +300,59 @@ for (const kind of storeKinds()) {
       await page.getByRole('button', { name: 'Redeliver' }).first().click();
       expect(await page.getByRole('status').first().textContent()).toContain('queued for delivery again');
     }, BROWSER_CASE_TIMEOUT * 2);
+
+    it('shows the business at a glance and the account-wide audit log, warns before a risky save, and answers a lost page', async () => {
+      const base = running!.baseUrl;
+      await page.goto(`${base}/`);
+      expect(await heading()).toBe('Overview');
+      const glance = page.getByRole('region', { name: 'At a glance' });
+      expect(await glance.textContent()).toMatch(/Licenses\s*[1-9]/);
+      expect(await glance.textContent()).toContain('Revenue in');
+      expect(await page.getByRole('table', { name: 'Latest changes' }).getByRole('row').count()).toBeGreaterThan(1);
+      await shoot('overview');
+
+      await nav('Audit log');
+      expect(await heading()).toBe('Audit log');
+      await page.getByLabel('Change').selectOption('license.revoked');
+      await page.getByRole('button', { name: 'Filter' }).click();
+      const log = page.getByRole('table', { name: 'Audit log' });
+      const changes = await log.locator('tbody tr td:nth-child(2)').allTextContents();
+      expect(changes.length).toBeGreaterThan(0);
+      expect(new Set(changes)).toEqual(new Set(['Revoked']));
+      await shoot('audit-log');
+
+      // Every wrong field at once, in the label's words; then a past expiry asks before saving.
+      await log.locator('a.key-text').first().click();
+      expect(await heading()).toBe('License');
+      await page.getByLabel('Type').selectOption('timed');
+      await page.getByLabel('Expires on').fill('');
+      await page.getByLabel('Devices allowed').fill('0');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      expect(await page.getByText('2 fields need a fix').isVisible()).toBe(true);
+      expect(await page.getByText('Expires on is required for a timed license.').isVisible()).toBe(true);
+      expect(await page.getByText('Devices allowed must be at least 1.').isVisible()).toBe(true);
+      await shoot('form-errors');
+      await page.getByLabel('Expires on').fill('2021-03-04');
+      await page.getByLabel('Devices allowed').fill('2');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      expect(await heading()).toBe('Save these changes anyway?');
+      expect(await page.textContent('main')).toContain('The expiry date 2021-03-04 is in the past');
+      await shoot('save-warning');
+      await page.getByRole('button', { name: 'Save anyway' }).click();
+      expect(await page.getByRole('status').first().textContent()).toContain('Changes saved.');
+
+      // A mistyped address: a page with a way back, not JSON.
+      const lost = await page.goto(`${base}/dashbord`);
+      expect(lost!.status()).toBe(404);
+      expect(await heading()).toBe('Page not found');
+      await page.getByRole('link', { name: 'Go to the dashboard' }).click();
+      expect(await heading()).toBe('Overview');
+
+      // The first account administers the installation.
+      await nav('Account');
+      await page.getByRole('link', { name: 'Manage the accounts of this installation' }).click();
+      expect(await heading()).toBe('Accounts of this installation');
+      await shoot('instance-accounts');
+    }, BROWSER_CASE_TIMEOUT);
   });
 }

@@ -139,8 +139,13 @@ for (const kind of storeKinds()) {
       await page.screenshot({ path: join(SHOTS, 'portal-phone.png'), fullPage: true });
       await page.setViewportSize(DESKTOP);
 
-      // Keyboard only: tab to the reset button of the first license and press Enter.
-      await photoCard.getByRole('button', { name: 'Reset devices' }).focus();
+      // Keyboard only: tab to the reset button of the first license and press Enter; the reset asks first.
+      await photoCard.getByRole('button', { name: 'Reset devices…' }).focus();
+      await page.keyboard.press('Enter');
+      await page.getByRole('heading', { level: 1, name: 'Reset the devices of Aurora Photo?' }).waitFor();
+      expect(await page.textContent('main')).toContain('It uses one of your 3 resets left');
+      await page.screenshot({ path: join(SHOTS, 'portal-reset-confirm.png'), fullPage: true });
+      await page.getByRole('button', { name: 'Reset devices', exact: true }).focus();
       await page.keyboard.press('Enter');
       await page.waitForURL(/notice=reset/);
       await expect(page.getByText('Devices reset.').isVisible()).resolves.toBe(true);
@@ -193,7 +198,8 @@ for (const kind of storeKinds()) {
       const card = page.locator(`#license-${license.key}`);
       expect(await card.locator('code').textContent()).toBe(license.key);
       expect(await card.getByRole('button', { name: 'Copy key' }).isVisible()).toBe(false);
-      await card.getByRole('button', { name: 'Reset devices' }).click();
+      await card.getByRole('button', { name: 'Reset devices…' }).click();
+      await page.getByRole('button', { name: 'Reset devices', exact: true }).click();
       await page.waitForURL(/notice=reset/);
       expect(await card.textContent()).toContain('No device is using this license yet.');
       await closeChromium(noScript);

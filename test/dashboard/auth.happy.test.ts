@@ -193,7 +193,7 @@ forEachStore('dashboard accounts', (kind) => {
       for (const v of visitors) await v.request('GET', '/dashboard/signup');
       const answers = await Promise.all(visitors.map((v) => v.request('POST', '/dashboard/signup', { email: 'twice@example.com', password: PASSWORD, csrf: v.csrf })));
       expect(answers.map((r) => r.status).sort()).toEqual([303, 400]);
-      expect(textOf(answers.find((r) => r.status === 400)!.body)).toContain('Email already in use.');
+      expect(textOf(answers.find((r) => r.status === 400)!.body)).toContain('E-mail address already in use.');
       const rows = await open.store.read.all(open.store.db.selectFrom('accounts').select('id').where('email', '=', 'twice@example.com'));
       expect(rows).toHaveLength(1);
     });

@@ -102,11 +102,11 @@ forEachStore('dashboard e-mail change', (kind) => {
       const browser = await signIn(ctx, t.email);
       await browser.request('GET', '/dashboard/account');
       const cases: [Record<string, string>, string][] = [
-        [{ newEmail: freshAddress(), password: 'not my password' }, 'Password is not right.'],
-        [{ newEmail: 'not an address', password: PASSWORD }, 'New email must be a valid e-mail address.'],
-        [{ newEmail: t.email.toUpperCase(), password: PASSWORD }, 'New email is already your e-mail address.'],
-        [{ newEmail: other.email, password: PASSWORD }, 'New email already in use.'],
-        [{ password: PASSWORD }, 'New email must be a valid e-mail address.'],
+        [{ newEmail: freshAddress(), password: 'not my password' }, 'Your password is not right.'],
+        [{ newEmail: 'not an address', password: PASSWORD }, 'New e-mail address must be a valid e-mail address.'],
+        [{ newEmail: t.email.toUpperCase(), password: PASSWORD }, 'New e-mail address is already your e-mail address.'],
+        [{ newEmail: other.email, password: PASSWORD }, 'New e-mail address already in use.'],
+        [{ password: PASSWORD }, 'New e-mail address must be a valid e-mail address.'],
       ];
       const before = transport.sent.length;
       for (const [fields, message] of cases) {

@@ -44,7 +44,7 @@ function cases(double: StripeDouble): FormCase[] {
           page: '/dashboard/payments',
           action: '/dashboard/payments/prices',
           good: { productId: product.id, priceId, maxDevices: '2', mode: 'offset', offsetDays: '30', fixedExpiresAt: '' },
-          bad: { fields: { productId: product.id, priceId, maxDevices: '0', mode: 'perpetual' }, message: 'Max devices must be at least 1.' },
+          bad: { fields: { productId: product.id, priceId, maxDevices: '0', mode: 'perpetual' }, message: 'Devices per unit bought must be at least 1.' },
           state: mappings(ctx, t),
           owned: true,
         };
@@ -133,7 +133,7 @@ forEachStore('dashboard payments', (kind) => {
       const c = await connectStripe(p, t);
       const unknown = await post({ priceId: 'price_doesnotexist' });
       expect(unknown.status).toBe(400);
-      expect(textOf(unknown.body)).toContain('Price id no such price at stripe.');
+      expect(textOf(unknown.body)).toContain('Stripe price ID no such price at stripe.');
       const priceId = double.price(c.key);
       await mapPrice(p, t, product.id, { priceId });
       const before = await mappings(p.ctx, t)();
@@ -142,7 +142,7 @@ forEachStore('dashboard payments', (kind) => {
       expect(duplicate.body).toMatch(/id="f-priceId-error"[^>]*>[^<]*is mapped to product [^<]* already/);
       const timedWithoutRule = await post({ priceId: double.price(c.key), mode: 'offset', offsetDays: '' });
       expect(timedWithoutRule.status).toBe(400);
-      expect(textOf(timedWithoutRule.body)).toContain('Offset days must be a whole number.');
+      expect(textOf(timedWithoutRule.body)).toContain('Days until expiry (timed, days after purchase) must be a whole number.');
       expect(await mappings(p.ctx, t)()).toEqual(before);
       const hostile = await post({ priceId: XSS });
       expect(hostile.status).toBe(400);

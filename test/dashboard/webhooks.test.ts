@@ -109,7 +109,7 @@ forEachStore('dashboard webhooks', (kind) => {
     await browser.request('GET', '/dashboard/webhooks');
     const res = await browser.request('POST', '/dashboard/webhooks', { url: `javascript:${XSS}`, 'event_device.activated': 'on', csrf: browser.csrf });
     expect(res.status).toBe(400);
-    expect(textOf(res.body)).toContain('Url must be an http:// or https:// URL.');
+    expect(textOf(res.body)).toContain('URL must be an http:// or https:// URL.');
     expect(res.body).toMatch(/name="event_device.activated" type="checkbox" value="on" checked/);
     expect(res.body).not.toContain('<script>alert');
     expect(await endpoints(ctx, t)()).toEqual([]);

@@ -281,6 +281,25 @@ forEachStore('general outbox (e-mail on it)', (kind) => {
     expect(readdirSync(dir).some((f) => f.endsWith('.tmp'))).toBe(false);
   });
 
+  it('writes a readable .txt copy beside each .eml, and logs its links only when asked (development)', async () => {
+    const link = `https://licenses.example/portal?token=${'a'.repeat(90)}==&x=1`;
+    for (const logLinks of [true, false]) {
+      const logged: object[] = [];
+      const transport = createMailTransport({ mailFrom: 'Shop <sales@shop.example>', dataDir: ctx.config.dataDir, logLinks }, { info: (o) => logged.push(o) });
+      const id = await queue({ ...message(`txt-${logLinks}@example.com`, 'Your link'), text: `Open your licenses:\n${link}\n\nThanks, Grüße` });
+      await mailWorker(transport).drain();
+      const dir = join(ctx.config.dataDir, 'outbox');
+      const eml = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith(`${id}.eml`))!), 'utf8');
+      expect(eml).not.toContain(link); // quoted-printable: = is =3D and long lines are broken
+      const txt = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith(`${id}.txt`))!), 'utf8');
+      expect(txt).toContain(`To: txt-${logLinks}@example.com`);
+      expect(txt).toContain('Subject: Your link');
+      expect(txt).toContain(`\n${link}\n`);
+      expect(txt).toContain('Grüße');
+      expect(logged).toEqual([logLinks ? expect.objectContaining({ links: [link] }) : expect.not.objectContaining({ links: expect.anything() })]);
+    }
+  });
+
   it('does not let a hung SMTP server hold up a shutdown past the grace period', async () => {
     const hung = { description: 'hung', send: () => new Promise<void>(() => {}), close() {} };
     const worker = mailWorker(hung);

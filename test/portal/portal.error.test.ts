@@ -100,7 +100,7 @@ forEachStore('portal errors', (kind) => {
     const license = await createLicense(ctx, t, product.id, { email: 'limited@example.com' });
     await activate(ctx, t.auth, license.key, product.id, 'first');
     const browser = await privateSession(t.auth, 'limited@example.com');
-    expect((await browser.request('POST', '/portal/licenses/reset', { key: license.key, csrf: browser.csrf })).status).toBe(303);
+    expect((await browser.request('POST', '/portal/licenses/reset', { key: license.key, confirm: 'yes', csrf: browser.csrf })).status).toBe(303);
     await activate(ctx, t.auth, license.key, product.id, 'second');
     const page = await browser.request('GET', '/portal');
     expect(page.body).toContain('Next reset possible on');

@@ -70,7 +70,14 @@ forEachStore('portal pages', (kind) => {
     const page = await browser.open(url);
     expect(page.body).toContain('3 of 3 resets left in 30 days');
 
-    const reset = await browser.request('POST', '/portal/licenses/reset', { key: license.key, csrf: browser.csrf });
+    const asked = await browser.request('POST', '/portal/licenses/reset', { key: license.key, csrf: browser.csrf });
+    expect(asked.status).toBe(200);
+    expect(asked.body).toContain('<h1>Reset the devices of Resettable?</h1>');
+    expect(asked.body).toContain('All 2 devices using this license are signed out');
+    expect(asked.body).toContain('It uses one of your 3 resets left');
+    expect(asked.body).toContain('name="confirm" value="yes"');
+    expect((await call(ctx, { method: 'GET', url: '/api/v1/licenses', headers: { ...t.auth, 'license-key': license.key } })).body.activeDevices).toHaveLength(2);
+    const reset = await browser.request('POST', '/portal/licenses/reset', { key: license.key, confirm: 'yes', csrf: browser.csrf });
     expect(reset.status).toBe(303);
     expect(reset.headers.location).toBe(`/portal?notice=reset#license-${license.key}`);
     const after = await browser.request('GET', reset.headers.location as string);
@@ -82,6 +89,48 @@ forEachStore('portal pages', (kind) => {
     await activate(ctx, t.auth, license.key, product.id, 'pc-3');
     const again = await browser.request('GET', '/portal');
     expect(again.body).toContain('2 of 3 resets left in 30 days');
+  });
+
+  it('removes one device where resets are allowed, after asking, and counts it as a reset', async () => {
+    const t = await createTenant(ctx);
+    const product = await createProduct(ctx, t, { name: 'One by one', portalDeviceResetLimit: 2 });
+    const license = await createLicense(ctx, t, product.id, { email: 'one.device@example.com' });
+    await activate(ctx, t.auth, license.key, product.id, 'old-laptop');
+    await activate(ctx, t.auth, license.key, product.id, 'desk');
+    const { url } = (await call(ctx, { method: 'POST', url: '/api/v1/portal/sessions/private', headers: t.auth, json: { email: 'one.device@example.com' } })).body;
+    const browser = new PortalBrowser(ctx);
+    const page = await browser.open(url);
+    expect(page.body).toContain('name="device" value="old-laptop"');
+    const devices = async () => (await call(ctx, { method: 'GET', url: '/api/v1/licenses', headers: { ...t.auth, 'license-key': license.key } })).body.activeDevices.map((d: { identifier: string }) => d.identifier);
+
+    const asked = await browser.request('POST', '/portal/licenses/reset', { key: license.key, device: 'old-laptop', csrf: browser.csrf });
+    expect(asked.status).toBe(200);
+    expect(asked.body).toContain('(old-laptop) is signed out of this license');
+    expect(asked.body).toContain('It uses one of your 2 resets left');
+    expect(await devices()).toHaveLength(2);
+    const removed = await browser.request('POST', '/portal/licenses/reset', { key: license.key, device: 'old-laptop', confirm: 'yes', csrf: browser.csrf });
+    expect(removed.status).toBe(303);
+    expect(removed.headers.location).toBe(`/portal?notice=device-removed#license-${license.key}`);
+    expect(await devices()).toEqual(['desk']);
+    const after = await browser.request('GET', removed.headers.location as string);
+    expect(after.body).toContain('Device removed.');
+    expect(after.body).toContain('1 of 2 resets left in 30 days');
+
+    // An unknown device is not asked about and changes nothing; the quota is untouched.
+    expect((await browser.request('POST', '/portal/licenses/reset', { key: license.key, device: 'ghost', csrf: browser.csrf })).status).toBe(404);
+    await browser.request('GET', '/portal');
+    const ghost = await browser.request('POST', '/portal/licenses/reset', { key: license.key, device: 'ghost', confirm: 'yes', csrf: browser.csrf });
+    expect(ghost.headers.location).toBe('/portal?notice=no-devices');
+    expect(await devices()).toEqual(['desk']);
+    expect((await browser.request('GET', '/portal')).body).toContain('1 of 2 resets left in 30 days');
+
+    // The last reset used, no device can be removed either.
+    await browser.request('POST', '/portal/licenses/reset', { key: license.key, device: 'desk', confirm: 'yes', csrf: browser.csrf });
+    await activate(ctx, t.auth, license.key, product.id, 'new-laptop');
+    const spent = await browser.request('GET', '/portal');
+    expect(spent.body).not.toContain('name="device"');
+    expect((await browser.request('POST', '/portal/licenses/reset', { key: license.key, device: 'new-laptop', confirm: 'yes', csrf: browser.csrf })).status).toBe(429);
+    expect(await devices()).toEqual(['new-laptop']);
   });
 
   it('opens a private session showing only the calling account products, for 12 hours', async () => {

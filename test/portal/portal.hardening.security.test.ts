@@ -56,7 +56,7 @@ forEachStore('portal hardening', (kind) => {
       expect(stored.body.activeDevices).toHaveLength(1);
       expect((await victim.request('GET', '/portal')).status).toBe(200);
       // The victim's own pair still works.
-      expect((await victim.request('POST', '/portal/licenses/reset', { key: victimLicense.key, csrf: victim.csrf })).status).toBe(303);
+      expect((await victim.request('POST', '/portal/licenses/reset', { key: victimLicense.key, confirm: 'yes', csrf: victim.csrf })).status).toBe(303);
     });
 
     it('pages the devices of a license with many: the portal page stays small, every device is reachable', async () => {

@@ -71,4 +71,14 @@ forEachStore('operator CLI', (kind) => {
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('Usage');
   }, 60_000);
+
+  it('answers help, --help and -h with the usage of every command on stdout and exit 0', async () => {
+    for (const args of [['help'], ['--help'], ['-h'], ['account', 'create', '--help']]) {
+      const help = await runCli(db.env, args);
+      expect(help.code, args.join(' ')).toBe(0);
+      expect(help.stdout).toMatch(/^Usage: npm run --silent cli -- <command>/);
+      for (const command of ['account create', 'account set-plan', 'api-key create', 'api-key revoke', 'import', 'backup', 'restore']) expect(help.stdout).toContain(command);
+      expect(help.stderr).toBe('');
+    }
+  }, 60_000);
 });

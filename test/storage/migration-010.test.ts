@@ -27,16 +27,16 @@ forEachStore('migration 010: the per-license audit index by license key and id',
 
   it('entries written before it list as before: newest first, by license, only for their account', async () => {
     const repo = new SqlAuditRepository(store);
-    const listed = await repo.list('u1', KEY, { limit: 10, since: 0 });
+    const listed = await repo.list('u1', { licenseKey: KEY }, { limit: 10, since: 0 });
     expect(listed.map((e) => e.createdAt)).toEqual([NOW - 1000, NOW - 3000]);
-    expect(await repo.list('u1', KEY, { limit: 10, before: listed[0]!.id, since: 0 })).toHaveLength(1);
-    expect(await repo.list('u2', KEY, { limit: 10, since: 0 })).toEqual([]);
+    expect(await repo.list('u1', { licenseKey: KEY }, { limit: 10, before: listed[0]!.id, since: 0 })).toHaveLength(1);
+    expect(await repo.list('u2', { licenseKey: KEY }, { limit: 10, since: 0 })).toEqual([]);
   });
 
   it('a page is read through the new index in its order: no scan, no sort', async () => {
     const repo = new SqlAuditRepository(store);
     for (const before of [undefined, timeOrderedId(NOW)]) {
-      const text = await queryPlan(store, repo.listQuery('u1', KEY, { limit: 51, before }).compile());
+      const text = await queryPlan(store, repo.listQuery('u1', { licenseKey: KEY }, { limit: 51, before }).compile());
       if (kind === 'sqlite') {
         expect(text).toMatch(/SEARCH audit_events USING INDEX audit_events_license_idx \(license_key=\?/);
         expect(text).not.toMatch(/SCAN audit_events|USE TEMP B-TREE/);

@@ -62,7 +62,7 @@ export async function startServer(env: Record<string, string | undefined>, optio
 }
 
 /** Runs the operator CLI against a database and returns its JSON output. */
-export async function runCli(env: Record<string, string | undefined>, args: string[]): Promise<{ code: number | null; json: any; stderr: string }> {
+export async function runCli(env: Record<string, string | undefined>, args: string[]): Promise<{ code: number | null; json: any; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
     env: { ...process.env, SECRET_KEY: SECRET, DATABASE_URL: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -78,7 +78,7 @@ export async function runCli(env: Record<string, string | undefined>, args: stri
   } catch {
     json = undefined;
   }
-  return { code, json, stderr };
+  return { code, json, stdout, stderr };
 }
 
 export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}) {

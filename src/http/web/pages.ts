@@ -18,6 +18,10 @@ const CSP = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 's
 
 export const sendPage = (reply: FastifyReply, status: number, page: string) => reply.status(status).type('text/html; charset=utf-8').send(page);
 
+/** The headers every page carries (a strict CSP, no framing, no caching), also outside a page scope. */
+export const pageHeaders = (reply: FastifyReply): FastifyReply =>
+  reply.header('content-security-policy', CSP).header('x-frame-options', 'DENY').header('cache-control', 'no-store');
+
 /**
  * Registers, on an encapsulated page scope: the urlencoded form parser (bounded), security headers
  * on every answer (a strict CSP, no framing, no caching of pages), and errors as HTML pages.
@@ -30,7 +34,7 @@ export function webPages(app: FastifyInstance, options: WebPagesOptions): void {
   app.addHook('onSend', async (req, reply) => {
     void reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer');
     if (!req.url.startsWith(options.assetsPrefix)) {
-      void reply.header('content-security-policy', CSP).header('x-frame-options', 'DENY').header('cache-control', 'no-store');
+      void pageHeaders(reply);
     }
   });
 

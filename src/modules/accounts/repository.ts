@@ -1,5 +1,6 @@
 import type { Store } from '../../storage/index.ts';
 import { isUniqueViolation } from '../../storage/constraint.ts';
+import { likeContains } from '../../storage/like.ts';
 import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
 import { AppError } from '../../core/errors.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
@@ -79,5 +80,18 @@ export class SqlAccountRepository implements AccountRepository {
   async count(): Promise<number> {
     const row = await this.store.read.first(this.db.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')));
     return Number(row?.n ?? 0);
+  }
+
+  async first(): Promise<Account | undefined> {
+    const row = await this.store.read.first(this.db.selectFrom('accounts').selectAll().orderBy('created_at').orderBy('id').limit(1));
+    return row && toAccount(row);
+  }
+
+  async page(o: { limit: number; afterEmail?: string; contains?: string }): Promise<Account[]> {
+    let query = this.db.selectFrom('accounts').selectAll().orderBy('email').limit(o.limit);
+    if (o.afterEmail !== undefined) query = query.where('email', '>', o.afterEmail);
+    // Addresses are stored lower-case, as the service passes the piece.
+    if (o.contains) query = query.where(likeContains('email', o.contains));
+    return (await this.store.read.all(query)).map(toAccount);
   }
 }

@@ -26,6 +26,10 @@ export interface AccountRepository {
   setEmail(unit: Unit, id: string, email: string): Promise<void>;
   setPasswordHash(unit: Unit, id: string, passwordHash: string): Promise<number>;
   count(): Promise<number>;
+  /** The installation's first account (the earliest created): its instance administrator. */
+  first(): Promise<Account | undefined>;
+  /** Accounts by e-mail address, `limit` of them after `afterEmail`, optionally those whose address contains `contains`. */
+  page(o: { limit: number; afterEmail?: string; contains?: string }): Promise<Account[]>;
 }
 
 /** decisions.md (operator dashboard): passwords of at least 10 characters, wherever an account gets one. */
@@ -131,5 +135,32 @@ export class AccountService {
 
   count(): Promise<number> {
     return this.repo.count();
+  }
+
+  /**
+   * Whether the account administers this installation: the first account, made at setup (or the
+   * first made by the CLI). It sees every account and sets their plans, as the CLI's operator does.
+   */
+  async isAdministrator(accountId: string): Promise<boolean> {
+    return (await this.repo.first())?.id === accountId;
+  }
+
+  /** Every account, for the administrator: a page by e-mail address, a piece of the address as a filter. */
+  async pageForAdministrator(adminId: string, o: { limit: number; afterEmail?: string; contains?: string }): Promise<Account[]> {
+    await this.requireAdministrator(adminId);
+    return this.repo.page({ ...o, contains: o.contains?.trim().toLowerCase() || undefined });
+  }
+
+  /** The administrator sets an account's plan (the CLI's `account set-plan`, from the dashboard). */
+  async setPlanAsAdministrator(adminId: string, accountId: string, plan: string): Promise<Account> {
+    await this.requireAdministrator(adminId);
+    const account = await this.repo.findById(accountId);
+    if (!account) throw new AppError('not_found', 'Account not found.');
+    return this.setPlan(account.email, plan);
+  }
+
+  /** Anyone else is told there is nothing here, as for another tenant's object. */
+  private async requireAdministrator(accountId: string): Promise<void> {
+    if (!(await this.isAdministrator(accountId))) throw new AppError('not_found', 'Not found.');
   }
 }

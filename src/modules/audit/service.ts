@@ -29,14 +29,22 @@ export interface AuditEntry {
 }
 
 
+export const AUDIT_TYPES: readonly AuditType[] = ['license.created', 'license.updated', 'license.revoked', 'license.deleted', 'device.activated', 'device.updated', 'device.removed', 'devices.reset'];
+
+/** Which entries: the whole account's, or one license key's; of every type, or one. */
+export interface AuditScope {
+  licenseKey?: string;
+  type?: AuditType;
+}
+
 export interface AuditRepository {
   insert(unit: Unit, entry: AuditEntry): Promise<void>;
   /**
-   * The account's entries for one license key, newest first (ids sort in time order), older than
-   * `before` when given: those in the log, and the activations its active devices' rows hold
+   * The account's entries in `scope`, newest first (ids sort in time order), older than `before`
+   * when given: those in the log, and the activations active devices' rows hold
    * (DeviceActivation) made at `since` or later.
    */
-  list(accountId: string, licenseKey: string, options: { limit: number; before?: string; since: number }): Promise<AuditEntry[]>;
+  list(accountId: string, scope: AuditScope, options: { limit: number; before?: string; since: number }): Promise<AuditEntry[]>;
   /** Deletes entries made before `before` (epoch ms). */
   purge(before: number): Promise<number>;
 }
@@ -138,8 +146,24 @@ export class AuditService {
   async list(principal: Principal, rawKey: string, query: { limit?: number; cursor?: string }): Promise<{ data: AuditEntry[]; nextCursor: string | null }> {
     const key = normalizeLicenseKey(rawKey);
     const limit = query.limit ?? AUDIT_LIMIT_DEFAULT;
-    const data = await this.repo.list(principal.accountId, key, { limit: limit + 1, before: query.cursor ? decodeCursor(query.cursor) : undefined, since: this.clock() - this.keepMs });
-    if (data.length === 0 && !query.cursor) await this.licenses.get(principal, key); // 404 unless it is the account's
+    const page = await this.page(principal, { licenseKey: key }, { limit, cursor: query.cursor });
+    if (page.data.length === 0 && !query.cursor) await this.licenses.get(principal, key); // 404 unless it is the account's
+    return page;
+  }
+
+  /**
+   * The account's entries, newest first, of one type or license key when asked: the account-wide
+   * log. A key the account does not have finds nothing, as an unknown one does (no 404 that would
+   * tell another account's keys apart).
+   */
+  listAccount(principal: Principal, query: { type?: AuditType; licenseKey?: string; limit?: number; cursor?: string }): Promise<{ data: AuditEntry[]; nextCursor: string | null }> {
+    const licenseKey = query.licenseKey?.trim() ? normalizeLicenseKey(query.licenseKey) : undefined;
+    return this.page(principal, { licenseKey, type: query.type }, { limit: query.limit ?? AUDIT_LIMIT_DEFAULT, cursor: query.cursor });
+  }
+
+  private async page(principal: Principal, scope: AuditScope, query: { limit: number; cursor?: string }): Promise<{ data: AuditEntry[]; nextCursor: string | null }> {
+    const { limit } = query;
+    const data = await this.repo.list(principal.accountId, scope, { limit: limit + 1, before: query.cursor ? decodeCursor(query.cursor) : undefined, since: this.clock() - this.keepMs });
     const more = data.length > limit;
     if (more) data.pop();
     return { data, nextCursor: more ? encodeCursor(data[data.length - 1]!) : null };

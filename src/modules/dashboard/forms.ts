@@ -55,22 +55,26 @@ export function parseWith<T extends TSchema>(schema: T, body: Record<string, unk
   throw new AppError('invalid_request', 'The request is invalid.', [...issues].map(([path, message]) => ({ path, message })));
 }
 
-/** Field messages of an `invalid_request` (from a schema or a service rule); undefined for any other error. */
+/**
+ * Field messages of an `invalid_request` (from a schema or a service rule), every field's at once;
+ * undefined for any other error. A field's message is the rule's words ("must be at least 1"): the
+ * form puts its own label before them (views.fieldMessage), so the reader sees the words on the screen.
+ */
 export function fieldErrors(error: unknown, rename: Record<string, string> = {}): Record<string, string> | undefined {
   if (!(error instanceof AppError)) return undefined;
   if (error.code !== 'invalid_request' && error.code !== 'product_has_licenses' && error.code !== 'license_tokens_disabled') return undefined;
   const errors: Record<string, string> = {};
   for (const issue of error.issues ?? []) {
     const path = issue.path.replace(/^(body|query)\./, '').split('.')[0]!;
-    const field = rename[path] ?? path;
-    errors[field] ??= field === '_form' ? issue.message : `${labelOf(field)} ${issue.message}.`;
+    errors[rename[path] ?? path] ??= issue.message;
   }
   if (Object.keys(errors).length === 0) errors._form = error.message;
   return errors;
 }
 
-/** "supportEmail" → "Support email": issue messages read as sentences. */
-function labelOf(field: string): string {
-  const words = field.replace(/([A-Z])/g, ' $1').toLowerCase().trim();
-  return words.charAt(0).toUpperCase() + words.slice(1);
+/** Issues of two checks of one form together, so every wrong field is shown at once (the first error's own issues first). */
+export function mergeIssues(first: unknown, second: unknown): unknown {
+  if (!(first instanceof AppError) || !(second instanceof AppError) || first.code !== 'invalid_request' || second.code !== 'invalid_request') return first;
+  const paths = new Set((first.issues ?? []).map((i) => i.path));
+  return new AppError('invalid_request', first.message, [...(first.issues ?? []), ...(second.issues ?? []).filter((i) => !paths.has(i.path))]);
 }

@@ -76,6 +76,10 @@ const AUTH_NOTICES = new Map<string | undefined, Notice>([
   ['code-expired', { tone: 'warn', text: 'That sign-in expired or had too many wrong codes. Log in again.' }],
 ]);
 
+/** What a browser gets for an address nothing answers (outside the portal): a page, with a way back. */
+export const dashboardNotFoundPage = () =>
+  messagePage({ title: 'Page not found', text: 'There is no page at this address. It may have moved, or the link may be mistyped.', action: { text: 'Go to the dashboard', href: '/dashboard' } });
+
 /** Only a path inside the dashboard: never another site (no open redirect). */
 const safeNext = (next: unknown): string | undefined =>
   typeof next === 'string' && /^\/dashboard(\/[A-Za-z0-9_\-./?=&%]*)?$/.test(next) && !next.includes('//') ? next : undefined;
@@ -166,6 +170,9 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardRouteOptions> = async 
   const refused = (reply: FastifyReply, back: string) =>
     send(reply, 403, messagePage({ title: 'This form has expired', text: 'For your security the form could not be accepted. Go back, reload the page and try again.', action: { text: 'Reload', href: back } }));
   const form = (req: FastifyRequest) => (req.body ?? {}) as FormBody;
+
+  // The service's own address leads to the dashboard (which sends a visitor on to log in or set up).
+  app.get('/', async (_req, reply) => reply.redirect('/dashboard', 302));
 
   app.get('/dashboard/assets/dashboard.css', async (_req, reply) =>
     reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(DASHBOARD_CSS),

@@ -2,8 +2,10 @@ import type { Screen } from './screen.ts';
 import { accountScreen } from './screens/account.ts';
 import { activityScreen } from './screens/activity.ts';
 import { apiKeysScreen } from './screens/api-keys.ts';
+import { auditLogScreen } from './screens/audit-log.ts';
 import { homeScreen } from './screens/home.ts';
 import { offersScreen } from './screens/offers.ts';
+import { instanceScreen } from './screens/instance.ts';
 import { licensesScreen } from './screens/licenses.ts';
 import { membersScreen } from './screens/members.ts';
 import { paymentsScreen } from './screens/payments.ts';
@@ -14,4 +16,4 @@ import { twoFactorScreen } from './screens/two-factor.ts';
 import { webhooksScreen } from './screens/webhooks.ts';
 
 /** The dashboard's screens in navigation order: a new screen is one file in screens/ and one line here. */
-export const SCREENS: Screen[] = [homeScreen, productsScreen, tokensScreen, offersScreen, licensesScreen, apiKeysScreen, portalScreen, paymentsScreen, webhooksScreen, activityScreen, membersScreen, accountScreen, twoFactorScreen];
+export const SCREENS: Screen[] = [homeScreen, productsScreen, tokensScreen, offersScreen, licensesScreen, apiKeysScreen, portalScreen, paymentsScreen, webhooksScreen, activityScreen, auditLogScreen, membersScreen, accountScreen, twoFactorScreen, instanceScreen];

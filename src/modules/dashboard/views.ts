@@ -82,9 +82,15 @@ interface FieldOptions {
   wide?: boolean;
 }
 
-function described(o: { name: string; hint?: string }, error: string | undefined) {
+/**
+ * A field's error as a sentence in the form's words: a rule's words ("must be at least 1") get the
+ * field's label before them; a whole sentence (a service's own message) stays as it is.
+ */
+export const fieldMessage = (label: string, message: string) => (/^[a-z]/.test(message) ? `${label} ${message}.` : message);
+
+function described(o: { name: string; label: string; hint?: string }, error: string | undefined) {
   const id = `f-${o.name}`;
-  const note = error ? html`<p id="${id}-error" class="hint error-text">${error}</p>` : o.hint ? html`<p id="${id}-hint" class="hint">${o.hint}</p>` : '';
+  const note = error ? html`<p id="${id}-error" class="hint error-text">${fieldMessage(o.label, error)}</p>` : o.hint ? html`<p id="${id}-hint" class="hint">${o.hint}</p>` : '';
   const aria = error ? html` aria-invalid="true" aria-describedby="${id}-error"` : o.hint ? html` aria-describedby="${id}-hint"` : '';
   return { id, note, aria };
 }
@@ -115,8 +121,16 @@ export function select(o: { name: string; label: string; form: FormState; option
 <select id="${id}" name="${o.name}"${aria}>${o.options.map((x) => html`<option value="${x.value}"${x.value === current ? html` selected` : ''}>${x.label}</option>`)}</select>${note}</div>`;
 }
 
-/** A form-level error above the fields (a rule the service refused that names no field). */
-export const formError = (form: FormState) => form.errors._form && html`<div class="notice bad" role="alert">${form.errors._form}</div>`;
+/**
+ * Above the fields: a rule the service refused that names no field, or how many fields need a fix
+ * (each says what beside it), so a reader of the top of the form learns of every problem at once.
+ */
+export function formError(form: FormState): SafeHtml | undefined {
+  const fields = Object.keys(form.errors).filter((k) => k !== '_form').length;
+  if (form.errors._form) return html`<div class="notice bad" role="alert">${form.errors._form}</div>`;
+  if (fields === 0) return undefined;
+  return html`<div class="notice bad" role="alert">${fields === 1 ? 'One field needs a fix' : `${fields} fields need a fix`}: see the message under each.</div>`;
+}
 
 /**
  * A destructive action asks first, without JavaScript: the action's POST without `confirm=yes`

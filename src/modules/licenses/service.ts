@@ -133,7 +133,7 @@ export const LIST_LIMIT_DEFAULT = 50;
 export const LIST_LIMIT_MAX = 100;
 
 /** `timed` needs an expiry, `perpetual` must have none (decisions.md). */
-function resolveExpiry(type: LicenseType, input: string | null | undefined, current: number | null): number | null {
+export function resolveExpiry(type: LicenseType, input: string | null | undefined, current: number | null): number | null {
   if (type === 'perpetual') {
     if (input !== undefined && input !== null) throw invalidRequest('expiresAt', 'must be null for a perpetual license');
     return null;
@@ -432,6 +432,13 @@ export class LicenseService {
     return this.removeAll(unit, actor, locked);
   }
 
+  /** Removes one device of a license the caller has already found and locked in `unit` (the portal); returns it, or nothing when it was not there. */
+  async removeDeviceIn(unit: Unit, actor: Actor, rawKey: string, identifier: string): Promise<Device | undefined> {
+    const locked = await this.repo.lock(unit, normalizeLicenseKey(rawKey));
+    if (!locked) throw notFound('License');
+    return this.removeOne(unit, actor, locked, identifier);
+  }
+
   /**
    * Server API: the caller's license (404 otherwise), then the activation checks. The answer is the
    * license with its devices, read after the activation committed (outside the write).
@@ -524,10 +531,11 @@ export class LicenseService {
     await unit.emit({ type: 'license.deleted', actor, occurredAt: this.clock(), license: snapshot(license), devices: devices.map(deviceSnapshot) });
   }
 
-  private async removeOne(unit: Unit, actor: Actor, { license, devices }: LockedLicense, identifier: string): Promise<void> {
+  private async removeOne(unit: Unit, actor: Actor, { license, devices }: LockedLicense, identifier: string): Promise<Device | undefined> {
     const device = devices.find((d) => d.identifier === identifier);
-    if (!device || !(await this.repo.removeDevice(unit, license.key, identifier))) return;
+    if (!device || !(await this.repo.removeDevice(unit, license.key, identifier))) return undefined;
     await unit.emit({ type: 'device.removed', actor, occurredAt: this.clock(), license: snapshot(license), device: deviceSnapshot(device) });
+    return device;
   }
 
   private async removeAll(unit: Unit, actor: Actor, { license, devices }: LockedLicense): Promise<Device[]> {

@@ -24,7 +24,7 @@ export function registerOutboxWorker(
   config: Config,
   options: MailOptions = {},
 ): OutboxWorker[] {
-  const transport = options.transport ?? createMailTransport({ smtpUrl: config.smtpUrl, mailFrom: config.mailFrom, dataDir: config.dataDir }, app.log);
+  const transport = options.transport ?? createMailTransport({ smtpUrl: config.smtpUrl, mailFrom: config.mailFrom, dataDir: config.dataDir, logLinks: config.logMailLinks }, app.log);
   const consumers = { ...services.jobConsumers, [MAIL_JOB]: mailConsumer(transport) };
   const settings = { ...DEFAULT_WORKER_SETTINGS, concurrency: config.outboxConcurrency, caps: config.outboxCaps, ...options.worker };
   const lanes = new Map<string, Record<string, JobConsumer>>();

@@ -7,10 +7,24 @@ export interface TransportSettings {
   smtpUrl?: string;
   mailFrom: string;
   dataDir: string;
+  /** Files only: each message's links go to the log too (development). */
+  logLinks?: boolean;
 }
 
 interface Log {
   info(obj: object, msg: string): void;
+}
+
+/** The links of a message's text part, as a reader would click them. */
+export const linksOf = (text: string): string[] => [...new Set(text.match(/https?:\/\/[^\s<>"']+/g) ?? [])];
+
+/**
+ * The message as a person reads it, beside its .eml: headers and the text part decoded (the .eml's
+ * quoted-printable breaks long links and turns = into =3D, so they cannot be copied from it).
+ */
+export function readableCopy(mail: QueuedMail, from: string): string {
+  const headers = [`From: ${from}`, `To: ${mail.to}`, ...(mail.replyTo ? [`Reply-To: ${mail.replyTo}`] : []), `Subject: ${mail.subject}`, `Date: ${new Date(mail.createdAt).toISOString()}`];
+  return `${headers.join('\n')}\n\n${mail.text}\n`;
 }
 
 /** The domain of MAIL_FROM names our Message-IDs (`Tessera <no-reply@example.com>` → example.com). */
@@ -32,7 +46,7 @@ const SMTP_TIMEOUTS = { connectionTimeout: 30_000, greetingTimeout: 30_000, sock
 
 /**
  * SMTP through nodemailer when SMTP_URL is set; otherwise every message becomes an .eml file in
- * DATA_DIR/outbox (written under a temporary name, then renamed, so a reader never sees half a
+ * DATA_DIR/outbox, with a readable .txt copy beside it (written under a temporary name, then renamed, so a reader never sees half a
  * file; on disk before the job counts as sent). The Message-ID is derived from the outbox id, so a
  * retried message carries the same one and receivers can drop a duplicate.
  */
@@ -67,9 +81,11 @@ export function createMailTransport(settings: TransportSettings, log: Log): Mail
     description: `files in ${files.dir}`,
     async send(mail) {
       const info = await mime.sendMail(envelope(mail));
-      const name = `${new Date(mail.createdAt).toISOString().replace(/[:.]/g, '-')}-${mail.id}.eml`;
-      await files.write(name, info.message as Buffer);
-      log.info({ to: mail.to, kind: mail.kind, file: name }, 'e-mail written to the outbox directory (SMTP_URL is not set)');
+      const base = `${new Date(mail.createdAt).toISOString().replace(/[:.]/g, '-')}-${mail.id}`;
+      const name = `${base}.eml`;
+      await Promise.all([files.write(name, info.message as Buffer), files.write(`${base}.txt`, Buffer.from(readableCopy(mail, settings.mailFrom)))]);
+      const links = settings.logLinks ? { links: linksOf(mail.text) } : {};
+      log.info({ to: mail.to, kind: mail.kind, file: name, ...links }, 'e-mail written to the outbox directory (SMTP_URL is not set)');
     },
     close: () => mime.close(),
   };

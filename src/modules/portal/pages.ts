@@ -55,6 +55,9 @@ ${d.action && html`<a class="button" href="${d.action.href}">${d.action.text}</a
   );
 }
 
+export const notFoundPage = () =>
+  messagePage({ title: 'Page not found', text: 'There is no page at this address. Your licenses are one e-mailed link away.', action: { text: 'Get a link to your licenses', href: '/portal/request' } });
+
 export const invalidLinkPage = () =>
   messagePage({
     title: 'This link has expired',
@@ -75,15 +78,52 @@ function resetControls(l: PortalLicense, csrf: string): SafeHtml {
   return html`<form class="reset" method="post" action="/portal/licenses/reset">
 <input type="hidden" name="csrf" value="${csrf}">
 <input type="hidden" name="key" value="${l.key}">
-<button type="submit" class="secondary" aria-describedby="reset-help-${l.key}">Reset devices</button>
-<p class="hint" id="reset-help-${l.key}">Signs out every device so you can activate the license again. ${left}</p>
+<button type="submit" class="secondary" aria-describedby="reset-help-${l.key}">Reset devices…</button>
+<p class="hint" id="reset-help-${l.key}">Signs out every device so you can activate the license again; or remove one device above. Either uses one reset. ${left}</p>
 </form>`;
 }
 
-const deviceList = (devices: PortalDevice[]) =>
+/** Whether a license's devices may be reset (all, or one) now: allowed, a reset left. */
+const canReset = (l: PortalLicense) => l.reset.allowed && l.reset.nextAt === null;
+
+/** A device's own "Remove…" button: its POST answers a confirmation page first. */
+const removeButton = (l: PortalLicense, d: PortalDevice, csrf: string) =>
+  html`<form method="post" action="/portal/licenses/reset"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="key" value="${l.key}"><input type="hidden" name="device" value="${d.identifier}"><button type="submit" class="secondary small">Remove ${d.name}…</button></form>`;
+
+const deviceList = (devices: PortalDevice[], remove?: { license: PortalLicense; csrf: string }) =>
   html`<ul class="devices">${devices.map(
-    (d) => html`<li><span><strong>${d.name}</strong><br><span class="device-id">${d.identifier}</span></span><span class="device-date">Activated ${formatDate(d.activationDate)}</span></li>`,
+    (d) =>
+      html`<li><span><strong>${d.name}</strong><br><span class="device-id">${d.identifier}</span></span><span class="device-date">Activated ${formatDate(d.activationDate)}</span>${
+        remove ? removeButton(remove.license, d, remove.csrf) : ''
+      }</li>`,
   )}</ul>`;
+
+/**
+ * Asked before a reset or a device's removal: what it does, what it uses of the quota, and the same
+ * form again with confirm=yes (no JavaScript needed).
+ */
+export function resetConfirmPage(d: { license: PortalLicense; device?: PortalDevice; csrf: string }): string {
+  const l = d.license;
+  const quota = l.reset.allowed ? `It uses one of your ${l.reset.remaining} ${l.reset.remaining === 1 ? 'reset' : 'resets'} left (${l.reset.limit} every ${l.reset.windowDays} days).` : '';
+  const title = d.device ? `Remove ${d.device.name}?` : `Reset the devices of ${l.productName}?`;
+  const what = d.device
+    ? `${d.device.name} (${d.device.identifier}) is signed out of this license, and its place is free for another device.`
+    : `${l.deviceCount === 1 ? 'The one device' : `All ${l.deviceCount} devices`} using this license ${l.deviceCount === 1 ? 'is' : 'are'} signed out; you can then activate it anywhere.`;
+  return layout(
+    title,
+    html`<form class="panel" method="post" action="/portal/licenses/reset">
+<h1>${title}</h1>
+<p class="lead">${what} ${quota}</p>
+<p><code>${l.key}</code></p>
+<input type="hidden" name="csrf" value="${d.csrf}">
+<input type="hidden" name="key" value="${l.key}">
+${d.device ? html`<input type="hidden" name="device" value="${d.device.identifier}">` : ''}
+<input type="hidden" name="confirm" value="yes">
+<div class="form-foot"><button type="submit">${d.device ? 'Remove device' : 'Reset devices'}</button><a class="button secondary" href="/portal#license-${l.key}">Cancel</a></div>
+</form>`,
+    { narrow: true },
+  );
+}
 
 const devicesHref = (key: string, page: number) => `/portal/licenses/${encodeURIComponent(key)}/devices${page > 1 ? `?page=${page}` : ''}`;
 
@@ -117,7 +157,7 @@ function licenseCard(l: PortalLicense, csrf: string, purchaseId: string | undefi
 <div><dt>Devices</dt><dd>${l.deviceCount} in use · ${devicesLabel(l.maxDevices).toLowerCase()}</dd></div>
 </dl>
 <h3>Devices</h3>
-${l.deviceCount === 0 ? html`<p class="hint">No device is using this license yet.</p>` : deviceList(l.devices)}
+${l.deviceCount === 0 ? html`<p class="hint">No device is using this license yet.</p>` : deviceList(l.devices, canReset(l) ? { license: l, csrf } : undefined)}
 ${
   l.deviceCount > l.devices.length &&
   html`<p class="hint">Showing the first ${l.devices.length} of ${l.deviceCount} devices. <a href="${devicesHref(l.key, 1)}">See all devices</a></p>`

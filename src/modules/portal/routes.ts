@@ -11,7 +11,7 @@ import { cookie as webCookie, readCookie } from '../../http/web/cookies.ts';
 import type { Csrf } from '../../http/web/csrf.ts';
 import { CsrfCookie } from '../../http/web/csrf-cookie.ts';
 import { sendPage as send, webPages } from '../../http/web/pages.ts';
-import { devicesPage, invalidLinkPage, messagePage, type Notice, portalPage, requestPage } from './pages.ts';
+import { devicesPage, invalidLinkPage, messagePage, type Notice, portalPage, requestPage, resetConfirmPage } from './pages.ts';
 import type { PortalScope, PortalService, TokenRecord } from './service.ts';
 
 /** Invoices of purchases (the payments module): which licenses have one, and the buyer's download. */
@@ -67,6 +67,7 @@ const HOUR = 60 * MINUTE;
 const NOTICES = new Map<string | undefined, Notice>([
   ['reset', { tone: 'ok', text: 'Devices reset. You can now activate the license on another device.' }],
   ['no-devices', { tone: 'warn', text: 'That license has no devices to reset.' }],
+  ['device-removed', { tone: 'ok', text: 'Device removed. You can now activate the license on another device.' }],
   ['signed-out', { tone: 'ok', text: 'You are signed out.' }],
   ['session-ended', { tone: 'warn', text: 'Your portal session has ended. Ask for a new link to continue.' }],
   ['offer-paid', { tone: 'ok', text: 'Thank you! Your license is updated as soon as the payment is confirmed; an e-mail follows.' }],
@@ -75,7 +76,13 @@ const NOTICES = new Map<string | undefined, Notice>([
 const RequestQuery = Type.Object({ email: Type.Optional(Type.String({ maxLength: 320 })), notice: Type.Optional(Type.String({ maxLength: 32 })) });
 const PortalQuery = Type.Object({ token: Type.Optional(Type.String({ maxLength: 128 })), notice: Type.Optional(Type.String({ maxLength: 32 })) });
 const RequestForm = Type.Object({ email: Type.String({ maxLength: 320 }), csrf: Type.Optional(Type.String({ maxLength: 128 })) });
-const ResetForm = Type.Object({ key: Type.String({ minLength: 1, maxLength: 64 }), csrf: Type.Optional(Type.String({ maxLength: 128 })) });
+const ResetForm = Type.Object({
+  key: Type.String({ minLength: 1, maxLength: 64 }),
+  /** One device to remove; none: every device. */
+  device: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+  confirm: Type.Optional(Type.String({ maxLength: 8 })),
+  csrf: Type.Optional(Type.String({ maxLength: 128 })),
+});
 const DevicesParams = Type.Object({ key: Type.String({ minLength: 1, maxLength: 64 }) });
 const DevicesQuery = Type.Object({ page: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,4}$' })) });
 const InvoiceParams = Type.Object({ purchaseId: Type.String({ minLength: 1, maxLength: 64 }) });
@@ -209,10 +216,19 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
     const current = await currentSession(req);
     if (!current) return sessionEnded(reply);
     if (!csrfValid(req, req.body.csrf, current.session)) return csrfRefused(reply, '/portal');
-    const result = await portal.resetDevices(current.session, req.body.key);
+    if (req.body.confirm !== 'yes') {
+      // Asked first, when there is something to reset and a reset left (else the outcome below says why not).
+      const license = (await portal.licenses(current.session)).find((l) => l.key === normalizeLicenseKey(req.body.key));
+      if (license && license.deviceCount > 0 && license.reset.allowed && license.reset.nextAt === null) {
+        const device = req.body.device === undefined ? undefined : license.devices.find((d) => d.identifier === req.body.device);
+        if (req.body.device !== undefined && !device) return renderPortal(req, reply, 404, current.session, { tone: 'bad', text: 'That device is not in your portal.' });
+        return send(reply, 200, resetConfirmPage({ license, device, csrf: csrfCookie.token(req, reply, binding(current.session)) }));
+      }
+    }
+    const result = await portal.resetDevices(current.session, req.body.key, req.body.device);
     switch (result.outcome) {
       case 'done':
-        return reply.redirect(`/portal?notice=reset#license-${encodeURIComponent(normalizeLicenseKey(req.body.key))}`, 303);
+        return reply.redirect(`/portal?notice=${req.body.device === undefined ? 'reset' : 'device-removed'}#license-${encodeURIComponent(normalizeLicenseKey(req.body.key))}`, 303);
       case 'nothing':
         return reply.redirect('/portal?notice=no-devices', 303);
       case 'not_found':

@@ -269,10 +269,11 @@ export class PortalService {
   }
 
   /**
-   * A customer's device reset: the product must allow it and the license's quota have room; the
+   * A customer's device reset, of every device or of one (`device`): the product must allow resets
+   * and the license's quota have room (removing one device uses one reset, as a reset does); the
    * devices then go through the license service (its rule and event), all in one unit.
    */
-  resetDevices(scope: PortalScope, rawKey: string): Promise<ResetAttempt> {
+  resetDevices(scope: PortalScope, rawKey: string, device?: string): Promise<ResetAttempt> {
     const key = normalizeLicenseKey(rawKey);
     const now = this.clock();
     return this.units.run(async (unit): Promise<ResetAttempt> => {
@@ -282,10 +283,16 @@ export class PortalService {
       const since = now - rule.resetWindowMs;
       const quota = resetQuota(await this.repo.resetsSince(unit, key, since), rule.resetLimit, rule.resetWindowMs);
       if (quota.remaining === 0) return { outcome: 'limit', nextAt: quota.nextAt!, limit: rule.resetLimit };
-      const removed = await this.licenseService.resetDevicesIn(unit, { type: 'portal', email: scope.email }, key);
-      if (removed.length === 0) return { outcome: 'nothing' };
+      const actor = { type: 'portal', email: scope.email } as const;
+      const removed =
+        device === undefined
+          ? (await this.licenseService.resetDevicesIn(unit, actor, key)).length
+          : (await this.licenseService.removeDeviceIn(unit, actor, key, device))
+            ? 1
+            : 0;
+      if (removed === 0) return { outcome: 'nothing' };
       await this.repo.recordReset(unit, key, now, since);
-      return { outcome: 'done', removed: removed.length };
+      return { outcome: 'done', removed };
     });
   }
 

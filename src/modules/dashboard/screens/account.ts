@@ -17,6 +17,7 @@ async function accountPage(req: FastifyRequest, reply: FastifyReply, services: S
   const form = o.forms?.password ?? emptyForm();
   const emailForm = o.forms?.email ?? emptyForm();
   const pending = member.firstOwner ? await services.dashboard.pendingEmailChange(account.id) : undefined;
+  const administrator = member.firstOwner && (await services.accounts.isAdministrator(account.id));
   const emailChangeForm = html`<form class="panel" method="post" action="${SECTION}/email" novalidate>
 <h2>Change your e-mail address</h2>
 <p class="hint">You sign in with it, and account e-mails go to it. We send a link to the new address; the change is made when it is opened (within ${EMAIL_CHANGE_VALIDITY_MS / 60_000} minutes).</p>
@@ -37,6 +38,7 @@ ${input({ name: 'password', label: 'Your password', type: 'password', form: { ..
 <dl class="facts"><div><dt>E-mail</dt><dd>${member.email}</dd></div><div><dt>Role</dt><dd>${ROLE_NAMES[member.role]}${member.firstOwner ? ' (first owner)' : ''}</dd></div><div><dt>Plan</dt><dd>${account.plan === 'plus' ? 'Plus' : 'Free'}</dd></div><div><dt>Since</dt><dd>${when(account.createdAt)}</dd></div></dl>
 <p><a href="/dashboard/account/two-factor">Two-factor sign-in</a></p>
 <p class="hint">${account.plan === 'plus' ? 'Plus includes product images in purchase e-mails.' : 'The plus plan adds product images to purchase e-mails; your server operator changes plans with the CLI.'}</p>
+${administrator ? html`<p><a class="button secondary" href="/dashboard/instance/accounts">Manage the accounts of this installation</a></p>` : ''}
 </section>
 ${member.firstOwner ? emailChangeForm : html`<section class="panel"><h2>Your e-mail address</h2><p class="hint">You were invited with this address. To sign in with another one, ask an owner to invite it.</p></section>`}
 <form class="panel" method="post" action="${SECTION}/password" novalidate>

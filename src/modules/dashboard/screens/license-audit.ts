@@ -7,7 +7,7 @@ import { emptyState, table, when } from '../views.ts';
 type Services = ScreenOptions['services'];
 const PAGE_SIZE = 50;
 
-const TYPE_LABEL: Record<AuditEntry['type'], string> = {
+export const TYPE_LABEL: Record<AuditEntry['type'], string> = {
   'license.created': 'Created',
   'license.updated': 'Updated',
   'license.revoked': 'Revoked',
@@ -58,18 +58,29 @@ function changesOf(e: AuditEntry): SafeHtml | string {
   })}`;
 }
 
+/**
+ * Audit entries as a table: time, change, who, what; with `withLicense`, each entry's license
+ * (a link to its page) too, for the account-wide log.
+ */
+export async function auditTable(services: Services, principal: Principal, email: string, entries: AuditEntry[], o: { caption: string; withLicense?: boolean }): Promise<SafeHtml> {
+  const apiKeys = new Map((await services.apiKeys.list(principal)).map((k) => [k.id, k.name]));
+  const headers = o.withLicense ? ['Time', 'Change', 'License', 'By', 'Details'] : ['Time', 'Change', 'By', 'Details'];
+  return table(
+    o.caption,
+    headers,
+    entries.map(
+      (e) =>
+        html`<tr><td>${when(e.createdAt)}</td><td>${TYPE_LABEL[e.type]}</td>${
+          o.withLicense ? html`<td><a class="key-text" href="/dashboard/licenses/${encodeURIComponent(e.licenseKey)}">${e.licenseKey}</a></td>` : ''
+        }<td>${actorLabel(e.actor, { apiKeys, principal, email })}</td><td>${changesOf(e)}</td></tr>`,
+    ),
+  );
+}
+
 /** The license page's audit log (the audit service's own list, newest first), paged by its cursor. */
 export async function auditSection(services: Services, principal: Principal, email: string, key: string, path: string, cursor: string | undefined): Promise<SafeHtml> {
   const page = await services.audit.list(principal, key, { limit: PAGE_SIZE, cursor });
-  const apiKeys = new Map((await services.apiKeys.list(principal)).map((k) => [k.id, k.name]));
-  const body =
-    page.data.length === 0
-      ? emptyState(cursor ? 'No older entries.' : 'No changes recorded yet.')
-      : table(
-          'Audit log',
-          ['Time', 'Change', 'By', 'Details'],
-          page.data.map((e) => html`<tr><td>${when(e.createdAt)}</td><td>${TYPE_LABEL[e.type]}</td><td>${actorLabel(e.actor, { apiKeys, principal, email })}</td><td>${changesOf(e)}</td></tr>`),
-        );
+  const body = page.data.length === 0 ? emptyState(cursor ? 'No older entries.' : 'No changes recorded yet.') : await auditTable(services, principal, email, page.data, { caption: 'Audit log' });
   const pager = html`<div class="pager">${cursor ? html`<a href="${path}#audit-title">Newest entries</a>` : html`<span></span>`}${
     page.nextCursor ? html`<a class="button secondary" href="${path}?auditCursor=${page.nextCursor}#audit-title">Older entries</a>` : ''
   }</div>`;

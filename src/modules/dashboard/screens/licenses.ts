@@ -3,13 +3,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isWellFormedLicenseKey, normalizeLicenseKey } from '../../../core/license-key.ts';
 import { licenseStatus, type LicenseStatus } from '../../../core/license-status.ts';
 import { notFound } from '../../../core/errors.ts';
+import { parseTimestamp } from '../../../core/time.ts';
 import { html, type SafeHtml } from '../../../http/html.ts';
 import type { Notice } from '../../../http/web/notice.ts';
 import { CreateLicenseBody, UpdateLicenseBody } from '../../licenses/schemas.ts';
-import type { LicenseSearchQuery } from '../../licenses/service.ts';
+import { type LicenseSearchQuery, resolveExpiry } from '../../licenses/service.ts';
 import type { LicenseRecord } from '../../licenses/types.ts';
 import type { Product } from '../../products/service.ts';
-import { checked, fieldErrors, nullable, parseWith, whole } from '../forms.ts';
+import { checked, fieldErrors, mergeIssues, nullable, parseWith, whole } from '../forms.ts';
 import { auditSection } from './license-audit.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen, type ScreenOptions } from '../screen.ts';
 import { actionButton, checkbox, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, select, table, when } from '../views.ts';
@@ -73,6 +74,46 @@ function licenseBody(f: Record<string, string | undefined>) {
     email: nullable(f.email),
   };
 }
+
+/**
+ * The form checked against the API's schema and, when that fails, against the expiry rule too: every
+ * wrong field is shown at once, not one per attempt.
+ */
+function parseLicense<T extends typeof CreateLicenseBody | typeof UpdateLicenseBody>(schema: T, body: Record<string, unknown>) {
+  try {
+    return parseWith(schema, body);
+  } catch (error) {
+    let all = error;
+    try {
+      if (body.type === 'timed' || body.type === 'perpetual') resolveExpiry(body.type, body.expiresAt as string | null, null);
+    } catch (rule) {
+      all = mergeIssues(error, rule);
+    }
+    throw all;
+  }
+}
+
+/**
+ * What a save would do that the operator may not mean, said before it is done: an expiry date in the
+ * past (the license stops working at once), fewer devices allowed than are active now (no device is
+ * signed out, but no new one can activate until enough are removed).
+ */
+function saveWarnings(o: { expiresAt?: string | null; maxDevices?: number; now: number; activeDevices?: number; currentExpiry?: number | null }): string[] {
+  const warnings: string[] = [];
+  const expiry = o.expiresAt ? parseTimestamp(o.expiresAt) : null;
+  if (expiry !== null && expiry <= o.now && expiry !== o.currentExpiry) {
+    warnings.push(`The expiry date ${o.expiresAt!.slice(0, 10)} is in the past: the license is expired as soon as it is saved.`);
+  }
+  if (o.maxDevices !== undefined && o.activeDevices !== undefined && o.maxDevices < o.activeDevices) {
+    warnings.push(
+      `${o.activeDevices} devices are active and ${o.maxDevices} would be allowed: none is signed out, but no new device can activate until ${o.activeDevices - o.maxDevices + 1} are removed.`,
+    );
+  }
+  return warnings;
+}
+
+/** The form's own fields, posted again from a warning's confirmation page. */
+const formFields = (f: Record<string, string | undefined>) => Object.fromEntries(Object.entries(f).filter(([name]) => name !== 'csrf' && name !== 'confirm'));
 
 /** A license page lists its devices this many at a time: a license may hold 100,000. */
 const DEVICES_PER_PAGE = 100;
@@ -253,7 +294,11 @@ ${select({ name: 'status', label: 'Status', form, options: [{ value: '', label: 
     app.post(`${SECTION}/new`, async (req, reply) => {
       const f = formOf(req);
       try {
-        const body = parseWith(CreateLicenseBody, { productId: f.productId ?? '', ...licenseBody(f), sendEmail: checked(f.sendEmail) });
+        const body = parseLicense(CreateLicenseBody, { productId: f.productId ?? '', ...licenseBody(f), sendEmail: checked(f.sendEmail) });
+        const warnings = saveWarnings({ expiresAt: body.expiresAt, now: services.clock() });
+        if (warnings.length > 0 && !confirmed(req)) {
+          return askFirst(req, reply, { section: SECTION, title: 'Create this license anyway?', text: warnings.join(' '), action: `${SECTION}/new`, button: 'Create anyway', cancel: `${SECTION}/new`, fields: formFields(f) });
+        }
         const license = await services.licenses.create(req.dashboard.principal, body);
         return redirectWith(reply, path(license.key), body.sendEmail ? 'license-created-mailed' : 'license-created');
       } catch (error) {
@@ -276,7 +321,13 @@ ${select({ name: 'status', label: 'Status', form, options: [{ value: '', label: 
       const key = keyOf(req.params.key);
       const f = formOf(req);
       try {
-        await services.licenses.update(req.dashboard.principal, key, parseWith(UpdateLicenseBody, licenseBody(f)));
+        const body = parseLicense(UpdateLicenseBody, licenseBody(f));
+        const current = await services.licenses.getWithDevicePage(req.dashboard.principal, key, { offset: 0, limit: 0 });
+        const warnings = saveWarnings({ expiresAt: body.expiresAt, maxDevices: body.maxDevices, now: services.clock(), activeDevices: current.total, currentExpiry: current.license.expiresAt });
+        if (warnings.length > 0 && !confirmed(req)) {
+          return askFirst(req, reply, { section: SECTION, title: 'Save these changes anyway?', text: warnings.join(' '), action: path(key), button: 'Save anyway', cancel: path(key), fields: formFields(f) });
+        }
+        await services.licenses.update(req.dashboard.principal, key, body);
         return redirectWith(reply, path(key), 'license-saved');
       } catch (error) {
         const errors = fieldErrors(error);

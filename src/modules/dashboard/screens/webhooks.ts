@@ -6,7 +6,7 @@ import { CreateWebhookBody } from '../../webhooks/schemas.ts';
 import { type DeliveryWithAttempts, WEBHOOK_EVENT_TYPES, type WebhookEndpoint } from '../../webhooks/types.ts';
 import { checked, fieldErrors, nullable, parseWith, text } from '../forms.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen, type ScreenOptions } from '../screen.ts';
-import { actionButton, checkbox, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, table, when } from '../views.ts';
+import { actionButton, checkbox, csrfInput, emptyForm, emptyState, fieldMessage, type FormState, formError, input, pageHead, table, when } from '../views.ts';
 
 const SECTION = '/dashboard/webhooks';
 const PAGE_SIZE = 25;
@@ -57,7 +57,7 @@ ${created}
 ${formError(form)}
 ${csrfInput(viewer.csrf)}
 ${input({ name: 'url', label: 'URL', type: 'url', form, required: true, hint: 'https://… on your server.', attrs: html` maxlength="2048"` })}
-<fieldset><legend>Events</legend>${form.errors.events ? html`<p class="hint error-text" role="alert">${form.errors.events}</p>` : ''}
+<fieldset><legend>Events</legend>${form.errors.events ? html`<p class="hint error-text" role="alert">${fieldMessage('Events', form.errors.events)}</p>` : ''}
 ${checkbox({ name: ALL, label: 'All events', form })}
 ${WEBHOOK_EVENT_TYPES.map((t) => checkbox({ name: eventField(t), label: t, form }))}</fieldset>
 ${input({ name: 'description', label: 'Description (optional)', form, attrs: html` maxlength="500"` })}

@@ -11,6 +11,9 @@ export interface LicenseSnapshot {
   email: string | null;
   maxDevices: number;
   createdAt: number;
+  entitlements: string[];
+  /** The vendor's data (server views and webhooks only). */
+  metadata: Record<string, string>;
 }
 
 /**
@@ -29,6 +32,8 @@ export interface DeviceSnapshot {
   identifier: string;
   name: string;
   activationDate: number;
+  /** A floating product's lease end, when the device holds one. */
+  leaseExpiresAt?: number | null;
   /** Set when the device's row holds its activation's audit entry (see DeviceActivation). */
   activation?: DeviceActivation;
 }

@@ -23,8 +23,11 @@ forEachStore('licenses API', (kind) => {
       maxDevices: 2,
       activeDevices: [],
       createdAt: expect.stringMatching(ISO_MS),
+      entitlements: [],
+      metadata: {},
     });
-    expect(Object.keys(res.body)).toEqual(['key', 'userId', 'productId', 'type', 'expiresAt', 'revoked', 'email', 'maxDevices', 'activeDevices', 'createdAt']);
+    // The field SDKs' fields first, in their order; wave 3's are added after them.
+    expect(Object.keys(res.body)).toEqual(['key', 'userId', 'productId', 'type', 'expiresAt', 'revoked', 'email', 'maxDevices', 'activeDevices', 'createdAt', 'entitlements', 'metadata']);
   });
 
   it('creates a timed license from a date or a date-time with an offset', async () => {

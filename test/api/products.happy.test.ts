@@ -25,6 +25,8 @@ forEachStore('products API', (kind) => {
       actionButtonUrl: null,
       portalDeviceResetLimit: 3,
       portalDeviceResetWindowDays: 30,
+      defaultEntitlements: [],
+      floating: { enabled: false, leaseSeconds: 900 },
     });
   });
 

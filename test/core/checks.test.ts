@@ -13,6 +13,7 @@ const license = (fields: Partial<LicenseRecord> = {}): LicenseRecord => ({
   email: null,
   maxDevices: 2,
   createdAt: 0,
+  entitlements: [],
   ...fields,
 });
 const subject = (fields: Partial<LicenseRecord> = {}, rest: Partial<Subject> = {}): Subject => ({

@@ -20,9 +20,17 @@ export type WireLicense = {
     name: string;
     /** ISO 8601 UTC timestamp with milliseconds. */
     activationDate: string;
+    /** ISO 8601 UTC timestamp with milliseconds. */
+    lastSeenAt: string | null;
+    /** ISO 8601 UTC timestamp with milliseconds. */
+    leaseExpiresAt: string | null;
   }>;
   /** ISO 8601 UTC timestamp with milliseconds. */
   createdAt: string;
+  /** Feature codes the license unlocks. */
+  entitlements: Array<string>;
+  /** The vendor's own data: server views only, never public. */
+  metadata: Record<string, string>;
 };
 
 export type WireProduct = {
@@ -43,6 +51,13 @@ export type WireProduct = {
   actionButtonUrl: string | null;
   portalDeviceResetLimit: number;
   portalDeviceResetWindowDays: number;
+  /** What a new license of the product gets unless given its own. */
+  defaultEntitlements: Array<string>;
+  floating: {
+    enabled: boolean;
+    /** How long an activation holds its slot without a heartbeat. */
+    leaseSeconds: number;
+  };
 };
 
 export type WireDevice = {
@@ -50,6 +65,10 @@ export type WireDevice = {
   name: string;
   /** ISO 8601 UTC timestamp with milliseconds. */
   activationDate: string;
+  /** ISO 8601 UTC timestamp with milliseconds. */
+  lastSeenAt: string | null;
+  /** ISO 8601 UTC timestamp with milliseconds. */
+  leaseExpiresAt: string | null;
 };
 
 export type WirePublicLicense = {
@@ -62,6 +81,8 @@ export type WirePublicLicense = {
   expiresAt: string | null;
   /** ISO 8601 UTC timestamp with milliseconds. */
   createdAt: string;
+  /** Feature codes the license unlocks. */
+  entitlements: Array<string>;
 };
 
 export type WireLicenseStatus = "active" | "expired" | "revoked" | "fallbacked";
@@ -90,6 +111,8 @@ export type WirePublicActivation = {
     expiresAt: string | null;
     /** ISO 8601 UTC timestamp with milliseconds. */
     createdAt: string;
+    /** Feature codes the license unlocks. */
+    entitlements: Array<string>;
   };
 };
 
@@ -113,6 +136,8 @@ export type WirePublicValidation = {
     expiresAt: string | null;
     /** ISO 8601 UTC timestamp with milliseconds. */
     createdAt: string;
+    /** Feature codes the license unlocks. */
+    entitlements: Array<string>;
   } | null;
   /** Why the license is not valid. */
   reason?: "not_found" | "product_mismatch" | "revoked" | "expired" | "device_not_activated";
@@ -134,6 +159,10 @@ export type WireServerValidation = {
     name: string;
     /** ISO 8601 UTC timestamp with milliseconds. */
     activationDate: string;
+    /** ISO 8601 UTC timestamp with milliseconds. */
+    lastSeenAt: string | null;
+    /** ISO 8601 UTC timestamp with milliseconds. */
+    leaseExpiresAt: string | null;
   } | null;
   license: WireLicense;
 };

@@ -13,6 +13,8 @@ export interface TokenClaims {
     createdAt: number;
     maxDevices: number;
     email: string | null;
+    /** Additive (wave 3): the features the license unlocks. */
+    entitlements: string[];
   };
   device: { identifier: string; name: string; activationDate: number };
   iat: number;
@@ -88,6 +90,7 @@ export class TokenSigner {
         createdAt: seconds(license.createdAt),
         maxDevices: license.maxDevices,
         email: license.email,
+        entitlements: license.entitlements,
       },
       device: { identifier: device.identifier, name: device.name, activationDate: seconds(device.activationDate) },
       iat,

@@ -88,6 +88,9 @@ export function importedLicense(input: ImportLicenseInput, accountId: string, no
     email,
     maxDevices: input.maxDevices,
     createdAt,
+    // The product's defaults, filled in by the import once it has read the product.
+    entitlements: [],
+    metadata: {},
     activeDevices: devices,
   };
 }

@@ -8,9 +8,12 @@ import type { Actor } from '../../core/principal.ts';
 import { sql, type Updateable } from 'kysely';
 import { bool, type DeviceRow, flag, type LicenseRow, type LicensesTable } from '../../storage/schema.ts';
 import { normalizeEmail } from '../../core/email.ts';
+import { decodeEntitlements, encodeEntitlements } from '../../core/entitlements.ts';
+import { decodeMetadata, encodeMetadata } from './metadata.ts';
 import type {
   ActivationState,
   Device,
+  FullLicenseRecord,
   License,
   LicenseFields,
   LicenseFilter,
@@ -24,6 +27,8 @@ import type {
 } from './types.ts';
 import { ValidationCache } from './validation-cache.ts';
 
+const DEVICE_COLUMNS = ['identifier', 'name', 'activation_date', 'lease_expires_at', 'last_seen_at'] as const;
+
 /**
  * The order a filter pages in, each served by an index of migration 006 so a page reads about
  * `limit` index entries whatever the account's size: a key prefix in key order (account_id, key);
@@ -35,7 +40,7 @@ export function searchOrder(filter: LicenseFilter): 'key' | 'expires_at' | 'crea
   return filter.keyPrefix !== undefined ? 'key' : filter.status === 'expired' ? 'expires_at' : 'created_at';
 }
 
-const toRecord = (r: Omit<LicenseRow, 'email_normalized'>): LicenseRecord => ({
+const toRecord = (r: Omit<LicenseRow, 'email_normalized' | 'metadata'>): LicenseRecord => ({
   key: r.key,
   accountId: r.account_id,
   productId: r.product_id,
@@ -45,12 +50,18 @@ const toRecord = (r: Omit<LicenseRow, 'email_normalized'>): LicenseRecord => ({
   email: r.email,
   maxDevices: r.max_devices,
   createdAt: r.created_at,
+  entitlements: decodeEntitlements(r.entitlements),
 });
 
-const toDevice = (r: Pick<DeviceRow, 'identifier' | 'name' | 'activation_date'>): Device => ({
+/** The record with its metadata: every read but the public hot path's. */
+const toFull = (r: Omit<LicenseRow, 'email_normalized'>): FullLicenseRecord => ({ ...toRecord(r), metadata: decodeMetadata(r.metadata) });
+
+const toDevice = (r: Pick<DeviceRow, (typeof DEVICE_COLUMNS)[number]>): Device => ({
   identifier: r.identifier,
   name: r.name,
   activationDate: r.activation_date,
+  leaseExpiresAt: r.lease_expires_at,
+  lastSeenAt: r.last_seen_at,
 });
 
 /** The order the API lists a license's devices in: by activation date, then identifier. */
@@ -71,11 +82,11 @@ const deviceRow = (key: string, d: Device) => ({
   activation_date: d.activationDate,
   activation_id: d.activation?.id ?? null,
   activated_by: d.activation ? JSON.stringify(d.activation.actor) : null,
+  lease_expires_at: d.leaseExpiresAt ?? null,
+  last_seen_at: d.lastSeenAt ?? null,
 });
 
-const DEVICE_COLUMNS = ['identifier', 'name', 'activation_date'] as const;
-
-const licenseRow = (l: LicenseRecord) => ({
+const licenseRow = (l: FullLicenseRecord) => ({
   key: l.key,
   account_id: l.accountId,
   product_id: l.productId,
@@ -86,6 +97,8 @@ const licenseRow = (l: LicenseRecord) => ({
   email_normalized: l.email === null ? null : normalizeEmail(l.email),
   max_devices: l.maxDevices,
   created_at: l.createdAt,
+  entitlements: encodeEntitlements(l.entitlements),
+  metadata: encodeMetadata(l.metadata),
 });
 
 /** Rows per multi-row insert: 10 columns × 200 stays far below every store's parameter limit. */
@@ -106,14 +119,30 @@ const LICENSE_COLUMNS = [
   'l.email_normalized',
   'l.max_devices',
   'l.created_at',
+  'l.entitlements',
+  'l.metadata',
 ] as const;
 
-/** What a LicenseRecord is built from: email_normalized serves searches only (and each column read costs the hot path). */
-const RECORD_COLUMNS = LICENSE_COLUMNS.filter((c): c is Exclude<(typeof LICENSE_COLUMNS)[number], 'l.email_normalized'> => c !== 'l.email_normalized');
+/**
+ * What the public hot path builds a LicenseRecord from: email_normalized serves searches only, metadata
+ * server views only (and each column read costs the hot path).
+ */
+const RECORD_COLUMNS = LICENSE_COLUMNS.filter((c): c is Exclude<(typeof LICENSE_COLUMNS)[number], 'l.email_normalized' | 'l.metadata'> => c !== 'l.email_normalized' && c !== 'l.metadata');
 
-type LockRow = LicenseRow & { fallback_enabled: number | boolean };
-type ValidationSelect = Omit<LicenseRow, 'email_normalized'> & { fallback_enabled: number | boolean; device_name: string | null; device_activation_date: number | null };
-type ActivationDeviceRow = { device_name: string | null; device_activation_date: number | null; device_count: number | string | bigint };
+/** What the checks need of the product, read with its license. */
+const PRODUCT_COLUMNS = ['p.fallback_enabled', 'p.floating_enabled', 'p.lease_seconds'] as const;
+type ProductPart = { fallback_enabled: number | boolean; floating_enabled: number | boolean; lease_seconds: number };
+type LockRow = LicenseRow & ProductPart;
+type DevicePart = { device_name: string | null; device_activation_date: number | null; device_lease_expires_at: number | null };
+type ValidationSelect = Omit<LicenseRow, 'email_normalized' | 'metadata'> & ProductPart & DevicePart;
+type ActivationDeviceRow = DevicePart & { device_count: number | string | bigint };
+
+/** The product's lease length when it is floating, else null (node-locked). */
+const leaseSecondsOf = (r: ProductPart): number | null => (bool(r.floating_enabled) ? r.lease_seconds : null);
+
+/** The asking device from a row's `device_*` columns, or null when it is not on the license. */
+const askingDevice = (r: DevicePart, identifier: string): Device | null =>
+  r.device_name === null ? null : { identifier, name: r.device_name, activationDate: r.device_activation_date!, leaseExpiresAt: r.device_lease_expires_at };
 
 /**
  * Statements on the hot paths (validate, activate), built and compiled once per store. Exported
@@ -122,7 +151,7 @@ type ActivationDeviceRow = { device_name: string | null; device_activation_date:
 export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
   const db = store.db;
   const withFallback = (key: string) =>
-    db.selectFrom('licenses as l').innerJoin('products as p', 'p.id', 'l.product_id').select([...LICENSE_COLUMNS, 'p.fallback_enabled']).where('l.key', '=', key);
+    db.selectFrom('licenses as l').innerJoin('products as p', 'p.id', 'l.product_id').select([...LICENSE_COLUMNS, ...PRODUCT_COLUMNS]).where('l.key', '=', key);
   // Lock the license row only: activations of other licenses of the product go on in parallel.
   const lockQuery = (key: string) => withFallback(key).$if(store.lockRows, (q) => q.forUpdate('l'));
   /**
@@ -140,11 +169,12 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
       .select((eb) => [
         'd.name as device_name',
         'd.activation_date as device_activation_date',
+        'd.lease_expires_at as device_lease_expires_at',
         eb.selectFrom('devices as c').select(eb.fn.countAll().as('n')).whereRef('c.license_key', '=', 'l.key').as('device_count'),
       ])
       .where('l.key', '=', key);
   const activationState = (key: string, identifier: string) =>
-    activationDevice(key, identifier).innerJoin('products as p', 'p.id', 'l.product_id').select([...LICENSE_COLUMNS, 'p.fallback_enabled']);
+    activationDevice(key, identifier).innerJoin('products as p', 'p.id', 'l.product_id').select([...LICENSE_COLUMNS, ...PRODUCT_COLUMNS]);
   return {
     activationDevice: new Prepared<{ key: string; identifier: string }, ActivationDeviceRow>((p) => activationDevice(p('key'), p('identifier'))),
     activationState: new Prepared<{ key: string; identifier: string }, LockRow & ActivationDeviceRow>((p) => activationState(p('key'), p('identifier'))),
@@ -156,7 +186,7 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
         .selectFrom('licenses as l')
         .innerJoin('products as p', 'p.id', 'l.product_id')
         .leftJoin('devices as d', (join) => join.onRef('d.license_key', '=', 'l.key').on('d.identifier', '=', p('identifier')))
-        .select([...RECORD_COLUMNS, 'p.fallback_enabled', 'd.name as device_name', 'd.activation_date as device_activation_date'])
+        .select([...RECORD_COLUMNS, ...PRODUCT_COLUMNS, 'd.name as device_name', 'd.activation_date as device_activation_date', 'd.lease_expires_at as device_lease_expires_at'])
         .where('l.key', '=', p('key')),
     ),
     lock: new Prepared<{ key: string }, LockRow>((p) => lockQuery(p('key'))),
@@ -203,9 +233,10 @@ type Statements = ReturnType<typeof licenseStatements>;
 
 function activationStateOf(locked: LockRow, row: ActivationDeviceRow, identifier: string): ActivationState {
   return {
-    license: toRecord(locked),
+    license: toFull(locked),
     fallbackEnabled: bool(locked.fallback_enabled),
-    device: row.device_name === null ? null : { identifier, name: row.device_name, activationDate: row.device_activation_date! },
+    leaseSeconds: leaseSecondsOf(locked),
+    device: askingDevice(row, identifier),
     deviceCount: Number(row.device_count),
   };
 }
@@ -214,7 +245,7 @@ async function readLicense(ex: Executor, q: Statements, key: string, account?: s
   const row = await ex.first(account === undefined ? q.license.bind({ key }) : q.licenseOwned.bind({ key, account }));
   if (!row) return undefined;
   const devices = await ex.all(q.devices.bind({ key }));
-  return { ...toRecord(row), activeDevices: devices.map(toDevice) };
+  return { ...toFull(row), activeDevices: devices.map(toDevice) };
 }
 
 export class SqlLicenseRepository implements LicenseRepository {
@@ -237,7 +268,7 @@ export class SqlLicenseRepository implements LicenseRepository {
     return this.store.db;
   }
 
-  async insert(unit: Unit, l: LicenseRecord): Promise<void> {
+  async insert(unit: Unit, l: FullLicenseRecord): Promise<void> {
     await executorOf(unit).run(this.db.insertInto('licenses').values(licenseRow(l)));
   }
 
@@ -278,14 +309,14 @@ export class SqlLicenseRepository implements LicenseRepository {
     );
     const complete = offset === 0 && rows.length < limit;
     const total = complete ? rows.length : Number((await this.store.read.first(this.q.deviceCount.bind({ key })))!.n);
-    return { license: toRecord(row), devices: rows.map(toDevice), total };
+    return { license: toFull(row), devices: rows.map(toDevice), total };
   }
 
   async getOwnedWithFallback(accountId: string, key: string): Promise<{ license: License; fallbackEnabled: boolean } | undefined> {
     const row = await this.store.read.first(this.q.withFallbackOwned.bind({ key, account: accountId }));
     if (!row) return undefined;
     const devices = await this.store.read.all(this.q.devices.bind({ key }));
-    return { license: { ...toRecord(row), activeDevices: devices.map(toDevice) }, fallbackEnabled: bool(row.fallback_enabled) };
+    return { license: { ...toFull(row), activeDevices: devices.map(toDevice) }, fallbackEnabled: bool(row.fallback_enabled) };
   }
 
   findForValidation(key: string, identifier: string): Promise<ValidationRow | undefined> {
@@ -299,10 +330,8 @@ export class SqlLicenseRepository implements LicenseRepository {
     return {
       license: toRecord(row),
       fallbackEnabled: bool(row.fallback_enabled),
-      device:
-        row.device_name === null
-          ? null
-          : { identifier, name: row.device_name, activationDate: row.device_activation_date! },
+      leaseSeconds: leaseSecondsOf(row),
+      device: askingDevice(row, identifier),
     };
   }
 
@@ -345,7 +374,7 @@ export class SqlLicenseRepository implements LicenseRepository {
       list.push(toDevice(d));
       byKey.set(d.license_key, list);
     }
-    return rows.map((r) => ({ ...toRecord(r), activeDevices: byKey.get(r.key) ?? [] }));
+    return rows.map((r) => ({ ...toFull(r), activeDevices: byKey.get(r.key) ?? [] }));
   }
 
   /** The statement of one search page (the benchmark and the plan test read it too). */
@@ -386,11 +415,11 @@ export class SqlLicenseRepository implements LicenseRepository {
     return rows.map((r) => ({ ...toRecord(r), activeDeviceCount: Number(r.device_count ?? 0) }));
   }
 
-  async listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<LicenseRecord[]> {
+  async listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<FullLicenseRecord[]> {
     const rows = await executorOf(unit).all(
       this.db.selectFrom('licenses').selectAll().where('account_id', '=', accountId).where('product_id', '=', productId).orderBy('created_at').orderBy('key'),
     );
-    return rows.map(toRecord);
+    return rows.map(toFull);
   }
 
   async lock(unit: Unit, key: string, account?: string): Promise<LockedLicense | undefined> {
@@ -398,7 +427,7 @@ export class SqlLicenseRepository implements LicenseRepository {
     const row = await tx.first(account === undefined ? this.q.lock.bind({ key }) : this.q.lockOwned.bind({ key, account }));
     if (!row) return undefined;
     const devices = (await tx.all(this.q.heldDevices.bind({ key }))).map(toHeldDevice);
-    return { license: toRecord(row), fallbackEnabled: bool(row.fallback_enabled), devices };
+    return { license: toFull(row), fallbackEnabled: bool(row.fallback_enabled), devices };
   }
 
   async lockForActivation(unit: Unit, key: string, identifier: string, account?: string): Promise<ActivationState | undefined> {
@@ -426,6 +455,8 @@ export class SqlLicenseRepository implements LicenseRepository {
       set.email = f.email;
       set.email_normalized = f.email === null ? null : normalizeEmail(f.email);
     }
+    if (f.entitlements !== undefined) set.entitlements = encodeEntitlements(f.entitlements);
+    if (f.metadata !== undefined) set.metadata = encodeMetadata(f.metadata);
     if (Object.keys(set).length === 0) return;
     await executorOf(unit).run(this.db.updateTable('licenses').set(set).where('key', '=', key));
   }

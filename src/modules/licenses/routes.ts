@@ -13,7 +13,7 @@ import {
   ServerValidateBody,
   ServerValidationBody,
   UpdateLicenseBody,
-  deviceView,
+  serverDeviceView,
 } from './schemas.ts';
 import type { ActivityCounter } from '../activity/service.ts';
 import { LIST_LIMIT_MAX, type LicenseService } from './service.ts';
@@ -97,7 +97,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
       return {
         isValid: result.isValid,
         status: result.status,
-        device: result.device && deviceView(result.device),
+        device: result.device && serverDeviceView(result.device),
         license: licenseView(result.license),
       };
     },

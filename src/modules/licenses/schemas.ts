@@ -6,6 +6,8 @@ import { DEVICE_FIELD_SENT_MAX, DEVICE_IDENTIFIER_MAX, DEVICE_NAME_MAX, MAX_DEVI
 import { LIST_LIMIT_MAX } from './service.ts';
 import type { Device, License, LicenseRecord, LicenseType as LicenseTypeValue } from './types.ts';
 import type { LicenseChanges } from '../../core/events.ts';
+import { EntitlementsInput } from '../products/schemas.ts';
+import { METADATA_KEY_MAX, METADATA_KEYS_MAX, METADATA_VALUE_MAX } from './metadata.ts';
 
 
 export const DeviceIdentifier = Type.String({ minLength: 1, maxLength: DEVICE_FIELD_SENT_MAX, description: `1 to ${DEVICE_IDENTIFIER_MAX} characters after trimming.` });
@@ -23,6 +25,22 @@ export const DeviceBody = Type.Object(
   { identifier: Type.String(), name: Type.String(), activationDate: Timestamp },
 );
 
+/** A device in server views: when it was last seen, and its lease on a floating product. */
+export const ServerDeviceBody = Type.Object({
+  identifier: Type.String(),
+  name: Type.String(),
+  activationDate: Timestamp,
+  lastSeenAt: Nullable(Timestamp),
+  leaseExpiresAt: Nullable(Timestamp),
+});
+
+const Entitlements = Type.Array(Type.String(), { description: 'Feature codes the license unlocks.' });
+const MetadataBody = Type.Record(Type.String(), Type.String(), { description: "The vendor's own data: server views only, never public." });
+const MetadataInput = Type.Record(Type.String({ minLength: 1, maxLength: METADATA_KEY_MAX }), Nullable(Type.String({ maxLength: METADATA_VALUE_MAX })), {
+  maxProperties: METADATA_KEYS_MAX,
+  description: `At most ${METADATA_KEYS_MAX} keys of at most ${METADATA_KEY_MAX} characters, string values of at most ${METADATA_VALUE_MAX}; null removes a key.`,
+});
+
 export const LicenseBody = Type.Object(
   {
     key: Type.String(),
@@ -33,8 +51,10 @@ export const LicenseBody = Type.Object(
     revoked: Type.Boolean(),
     email: Nullable(Type.String()),
     maxDevices: Type.Integer(),
-    activeDevices: Type.Array(DeviceBody),
+    activeDevices: Type.Array(ServerDeviceBody),
     createdAt: Timestamp,
+    entitlements: Entitlements,
+    metadata: MetadataBody,
   },
   { $id: 'License' },
 );
@@ -48,6 +68,7 @@ export const PublicLicenseBody = Type.Object(
     maxDevices: Type.Integer(),
     expiresAt: Nullable(Timestamp),
     createdAt: Timestamp,
+    entitlements: Entitlements,
   },
 );
 
@@ -59,6 +80,8 @@ export const CreateLicenseBody = Type.Object(
     maxDevices: MaxDevices,
     email: Type.Optional(Nullable(Email)),
     sendEmail: Type.Optional(Type.Boolean({ description: 'Queue the purchase e-mail to `email` (required then).' })),
+    entitlements: Type.Optional(EntitlementsInput),
+    metadata: Type.Optional(MetadataInput),
   },
   { additionalProperties: false },
 );
@@ -70,6 +93,8 @@ export const UpdateLicenseBody = Type.Object(
     maxDevices: Type.Optional(MaxDevices),
     email: Type.Optional(Nullable(Email)),
     revoked: Type.Optional(Type.Boolean()),
+    entitlements: Type.Optional(EntitlementsInput),
+    metadata: Type.Optional(MetadataInput),
   },
   { additionalProperties: false },
 );
@@ -87,7 +112,7 @@ export const ServerValidateBody = Type.Object({
 export const ServerValidationBody = Type.Object({
   isValid: Type.Boolean(),
   status: LicenseStatusBody,
-  device: Nullable(DeviceBody),
+  device: Nullable(ServerDeviceBody),
   license: Type.Ref('License'),
 });
 
@@ -105,6 +130,7 @@ export const LicensePageBody = Type.Object({
 });
 
 export const deviceView = (d: Device) => ({ identifier: d.identifier, name: d.name, activationDate: toIso(d.activationDate) });
+export const serverDeviceView = (d: Device) => ({ ...deviceView(d), lastSeenAt: toIsoOrNull(d.lastSeenAt ?? null), leaseExpiresAt: toIsoOrNull(d.leaseExpiresAt ?? null) });
 
 export const licenseView = (l: License) => ({
   key: l.key,
@@ -115,8 +141,10 @@ export const licenseView = (l: License) => ({
   revoked: l.revoked,
   email: l.email,
   maxDevices: l.maxDevices,
-  activeDevices: l.activeDevices.map(deviceView),
+  activeDevices: l.activeDevices.map(serverDeviceView),
   createdAt: toIso(l.createdAt),
+  entitlements: l.entitlements,
+  metadata: l.metadata,
 });
 
 export const publicLicenseView = (l: LicenseRecord) => ({
@@ -127,6 +155,7 @@ export const publicLicenseView = (l: LicenseRecord) => ({
   maxDevices: l.maxDevices,
   expiresAt: toIsoOrNull(l.expiresAt),
   createdAt: toIso(l.createdAt),
+  entitlements: l.entitlements,
 });
 
 /** An update's changed fields as the API shows them (times as ISO strings): webhooks and the audit log. */

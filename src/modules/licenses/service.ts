@@ -1,5 +1,6 @@
 import { AppError, type Issue, invalidRequest, notFound } from '../../core/errors.ts';
 import { normalizeEmail } from '../../core/email.ts';
+import { checkEntitlements } from '../../core/entitlements.ts';
 import type { DeviceSnapshot, LicenseChanges, LicenseSnapshot } from '../../core/events.ts';
 import { timeOrderedId } from '../../core/ids.ts';
 import { generateLicenseKey, normalizeLicenseKey } from '../../core/license-key.ts';
@@ -8,13 +9,15 @@ import { type Actor, PUBLIC_ACTOR, type Principal } from '../../core/principal.t
 import { parseTimestamp } from '../../core/time.ts';
 import { TurnBatch } from '../../core/turn-batch.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
-import type { ProductService } from '../products/service.ts';
+import type { Product, ProductService } from '../products/service.ts';
 import { evaluate, type Failure, failureError } from './checks.ts';
 import { type ImportLicenseInput, importedLicense } from './import-rules.ts';
 import { DEVICE_IDENTIFIER_MAX, DEVICE_NAME_MAX } from './limits.ts';
+import { applyMetadata, type MetadataChange } from './metadata.ts';
 import { searchOrder } from './repository.ts';
 import type {
   Device,
+  FullLicenseRecord,
   License,
   LicenseFields,
   LicenseFilter,
@@ -36,6 +39,9 @@ export interface CreateLicenseInput {
   email?: string | null;
   /** Queue the purchase e-mail to `email`, committed together with the license. */
   sendEmail?: boolean;
+  /** Absent: the product's default entitlements. */
+  entitlements?: string[];
+  metadata?: MetadataChange;
 }
 
 /** The purchase e-mail (the mail module's PurchaseMailer): queued in the unit that creates the license. */
@@ -50,6 +56,10 @@ export interface UpdateLicenseInput {
   maxDevices?: number;
   email?: string | null;
   revoked?: boolean;
+  /** Replaces the set. */
+  entitlements?: string[];
+  /** Sets the keys given; a null value removes its key. */
+  metadata?: MetadataChange;
 }
 
 export interface DeviceInput {
@@ -59,7 +69,7 @@ export interface DeviceInput {
 
 /** An activation's outcome: the license as checked (without its device list), the device, the status. */
 export interface Activation {
-  license: LicenseRecord;
+  license: FullLicenseRecord;
   device: Device;
   status: LicenseStatus;
 }
@@ -180,7 +190,7 @@ function decodeCursor(cursor: string): { createdAt: number; key: string } {
   throw invalidRequest('query.cursor', 'is not a cursor this API returned');
 }
 
-export const snapshot = (l: LicenseRecord): LicenseSnapshot => ({
+export const snapshot = (l: FullLicenseRecord): LicenseSnapshot => ({
   key: l.key,
   accountId: l.accountId,
   productId: l.productId,
@@ -190,17 +200,22 @@ export const snapshot = (l: LicenseRecord): LicenseSnapshot => ({
   email: l.email,
   maxDevices: l.maxDevices,
   createdAt: l.createdAt,
+  entitlements: l.entitlements,
+  metadata: l.metadata,
 });
 
 const deviceSnapshot = (d: Device): DeviceSnapshot =>
   d.activation ? { identifier: d.identifier, name: d.name, activationDate: d.activationDate, activation: d.activation } : { identifier: d.identifier, name: d.name, activationDate: d.activationDate };
 
+/** Values compared as the API shows them: entitlements and metadata by content. */
+const same = (a: unknown, b: unknown): boolean => a === b || (typeof a === 'object' && typeof b === 'object' && a !== null && b !== null && JSON.stringify(a) === JSON.stringify(b));
+
 /** The fields an update changed, before and after (nothing when it changed nothing). */
-function changesOf(before: LicenseRecord, fields: LicenseFields): LicenseChanges {
+function changesOf(before: FullLicenseRecord, fields: LicenseFields): LicenseChanges {
   const changes: Record<string, { from: unknown; to: unknown }> = {};
   for (const [field, to] of Object.entries(fields)) {
-    const from = before[field as keyof LicenseRecord];
-    if (to !== undefined && to !== from) changes[field] = { from, to };
+    const from = before[field as keyof FullLicenseRecord];
+    if (to !== undefined && !same(from, to)) changes[field] = { from, to };
   }
   return changes as LicenseChanges;
 }
@@ -225,9 +240,9 @@ export class LicenseService {
 
   create(principal: Principal, input: CreateLicenseInput, outer?: Unit): Promise<License> {
     return this.units.run(async (unit) => {
-      await this.products.get(principal, input.productId, unit); // 404 unless the caller owns it
+      const product = await this.products.get(principal, input.productId, unit); // 404 unless the caller owns it
       const now = this.clock();
-      const license: LicenseRecord = {
+      const license: FullLicenseRecord = {
         key: generateLicenseKey(),
         accountId: principal.accountId,
         productId: input.productId,
@@ -237,6 +252,8 @@ export class LicenseService {
         email: cleanEmail(input.email),
         maxDevices: input.maxDevices,
         createdAt: now,
+        entitlements: input.entitlements === undefined ? product.defaultEntitlements : checkEntitlements(input.entitlements, 'entitlements'),
+        metadata: applyMetadata({}, input.metadata ?? {}),
       };
       await this.repo.insert(unit, license);
       if (input.sendEmail) await this.purchaseMail.queue(principal, license, unit);
@@ -288,8 +305,8 @@ export class LicenseService {
     });
     const licenses = checked.flatMap((v) => (v.action === 'error' ? [] : [v.license]));
     const owners = await this.repo.ownersOf(licenses.map((l) => l.key), unit);
-    const owned = new Map<string, boolean>();
-    for (const productId of new Set(licenses.map((l) => l.productId))) owned.set(productId, await this.ownsProduct(principal, productId, unit));
+    const owned = new Map<string, Product | undefined>();
+    for (const productId of new Set(licenses.map((l) => l.productId))) owned.set(productId, await this.ownedProduct(principal, productId, unit));
     const seen = new Set<string>();
     return checked.map((v): ImportVerdict => {
       if (v.action === 'error') return v;
@@ -297,19 +314,20 @@ export class LicenseService {
       const error = (path: string, message: string): ImportVerdict => ({ action: 'error', issue: { path, message } });
       if (seen.has(key)) return error('key', 'appears twice in this import');
       seen.add(key);
-      if (!owned.get(productId)) return error('productId', 'is not a product of this account');
+      const product = owned.get(productId);
+      if (!product) return error('productId', 'is not a product of this account');
+      v.license.entitlements = product.defaultEntitlements;
       const owner = owners.get(key);
       if (owner === principal.accountId) return { action: 'skip', license: v.license };
       return owner === undefined ? v : error('key', 'is already in use by another account');
     });
   }
 
-  private async ownsProduct(principal: Principal, productId: string, unit?: Unit): Promise<boolean> {
+  private async ownedProduct(principal: Principal, productId: string, unit?: Unit): Promise<Product | undefined> {
     try {
-      await this.products.get(principal, productId, unit);
-      return true;
+      return await this.products.get(principal, productId, unit);
     } catch (error) {
-      if (error instanceof AppError && error.code === 'not_found') return false;
+      if (error instanceof AppError && error.code === 'not_found') return undefined;
       throw error;
     }
   }
@@ -388,6 +406,8 @@ export class LicenseService {
       if (input.maxDevices !== undefined) fields.maxDevices = input.maxDevices;
       if (input.email !== undefined) fields.email = cleanEmail(input.email);
       if (input.revoked !== undefined) fields.revoked = input.revoked;
+      if (input.entitlements !== undefined) fields.entitlements = checkEntitlements(input.entitlements, 'entitlements');
+      if (input.metadata !== undefined) fields.metadata = applyMetadata(current.metadata, input.metadata);
       const changes = changesOf(current, fields);
       if (Object.keys(changes).length === 0) return;
       await this.repo.update(unit, current.key, fields);
@@ -513,7 +533,7 @@ export class LicenseService {
     });
   }
 
-  private async remove(unit: Unit, actor: Actor, license: LicenseRecord): Promise<void> {
+  private async remove(unit: Unit, actor: Actor, license: FullLicenseRecord): Promise<void> {
     const devices = await this.repo.delete(unit, license.key);
     await unit.emit({ type: 'license.deleted', actor, occurredAt: this.clock(), license: snapshot(license), devices: devices.map(deviceSnapshot) });
   }

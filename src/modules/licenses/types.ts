@@ -1,5 +1,6 @@
 import type { DeviceActivation } from '../../core/events.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
+import type { Metadata } from './metadata.ts';
 
 export type LicenseType = 'perpetual' | 'timed';
 
@@ -7,6 +8,10 @@ export interface Device {
   identifier: string;
   name: string;
   activationDate: number;
+  /** A floating product's lease end (epoch ms); null on a node-locked product. */
+  leaseExpiresAt?: number | null;
+  /** Last activation, validation, token or heartbeat (coalesced: up to a minute behind, except leases); null before migration 018. */
+  lastSeenAt?: number | null;
   /** Read only where a change needs it (a device's removal), and given to addDevice for a new activation. */
   activation?: DeviceActivation;
 }
@@ -22,9 +27,16 @@ export interface LicenseRecord {
   email: string | null;
   maxDevices: number;
   createdAt: number;
+  /** Entitlement codes (core/entitlements.ts). */
+  entitlements: string[];
+  /** The vendor's data: read with the full record (server views, changes), never by the public hot path. */
+  metadata?: Metadata;
 }
 
-export interface License extends LicenseRecord {
+/** A license record as read whole (metadata included): what changes and server views work on. */
+export type FullLicenseRecord = LicenseRecord & { metadata: Metadata };
+
+export interface License extends FullLicenseRecord {
   activeDevices: Device[];
 }
 
@@ -32,13 +44,17 @@ export interface License extends LicenseRecord {
 export interface ValidationRow {
   license: LicenseRecord;
   fallbackEnabled: boolean;
+  /** The product's lease length when it is floating, else null. */
+  leaseSeconds: number | null;
   device: Device | null;
 }
 
 /** What an activation reads with the license locked: one device and a count, never the whole list. */
 export interface ActivationState {
-  license: LicenseRecord;
+  license: FullLicenseRecord;
   fallbackEnabled: boolean;
+  /** The product's lease length when it is floating, else null. */
+  leaseSeconds: number | null;
   /** The asking device when it is already active. */
   device: Device | null;
   deviceCount: number;
@@ -73,12 +89,12 @@ export interface SearchPosition {
 
 /** A license locked for a read-check-write unit, with what the checks need (its devices with their activations). */
 export interface LockedLicense {
-  license: LicenseRecord;
+  license: FullLicenseRecord;
   fallbackEnabled: boolean;
   devices: Device[];
 }
 
-export type LicenseFields = Partial<Omit<LicenseRecord, 'key' | 'accountId' | 'productId' | 'createdAt'>>;
+export type LicenseFields = Partial<Omit<FullLicenseRecord, 'key' | 'accountId' | 'productId' | 'createdAt'>>;
 
 /**
  * Storage of licenses and devices. Writes run inside a unit of work; reads take the caller's
@@ -92,7 +108,7 @@ export interface LicenseWithDevicePage {
 }
 
 export interface LicenseRepository {
-  insert(unit: Unit, license: LicenseRecord): Promise<void>;
+  insert(unit: Unit, license: FullLicenseRecord): Promise<void>;
   /** Inserts licenses with their devices in few statements (the import's batches). */
   insertMany(unit: Unit, licenses: License[]): Promise<void>;
   /** Which of `keys` exist, with the account owning each (any account: keys are global). */
@@ -109,7 +125,7 @@ export interface LicenseRepository {
   /** A page of the account's licenses matching `filter`, after `after`, in the filter's order (see the repository). */
   search(accountId: string, filter: LicenseFilter, now: number, options: { limit: number; after?: SearchPosition }): Promise<LicenseSummary[]>;
   /** Every license of the account's product (for a product's forced delete). */
-  listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<LicenseRecord[]>;
+  listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<FullLicenseRecord[]>;
   /** Reads the license (the account's, when given) and locks it against concurrent units until `unit` ends. */
   lock(unit: Unit, key: string, accountId?: string): Promise<LockedLicense | undefined>;
   /**

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { PurchaseSnapshot } from '../../core/events.ts';
 import { toIso, toIsoOrNull } from '../../core/time.ts';
 import { Nullable, Timestamp } from '../../http/schema-helpers.ts';
+import { EntitlementsInput } from '../products/schemas.ts';
 import { PURCHASE_LIMIT_MAX, purchaseSnapshot } from './service.ts';
 import type { Connection, PriceMapping, Purchase } from './types.ts';
 
@@ -39,6 +40,7 @@ export const CreateMappingBody = Type.Object(
     licenseType: Type.String({ enum: ['perpetual', 'timed'] }),
     offsetDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 36500, description: 'Timed: expiry = creation + this many days.' })),
     fixedExpiresAt: Type.Optional(Type.String({ maxLength: 64, description: 'Timed: the same expiry for every license (ISO 8601 date-time or YYYY-MM-DD).' })),
+    entitlements: Type.Optional(EntitlementsInput),
   },
   { additionalProperties: false },
 );
@@ -50,6 +52,7 @@ export const PriceMappingReply = Type.Object({
   licenseType: Type.String({ enum: ['perpetual', 'timed'] }),
   offsetDays: Nullable(Type.Integer()),
   fixedExpiresAt: Nullable(Timestamp),
+  entitlements: Nullable(Type.Array(Type.String(), { description: "What this price's licenses unlock; null: the product's default entitlements." })),
   createdAt: Timestamp,
 });
 
@@ -60,6 +63,7 @@ export const mappingView = (m: PriceMapping) => ({
   licenseType: m.licenseType,
   offsetDays: m.offsetDays,
   fixedExpiresAt: toIsoOrNull(m.fixedExpiresAt),
+  entitlements: m.entitlements,
   createdAt: toIso(m.createdAt),
 });
 

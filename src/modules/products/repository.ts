@@ -3,6 +3,7 @@ import { Prepared } from '../../storage/prepared.ts';
 import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Insertable, Updateable } from 'kysely';
+import { decodeEntitlements, encodeEntitlements } from '../../core/entitlements.ts';
 import { bool, flag, type ProductRow, type ProductsTable } from '../../storage/schema.ts';
 import type { Product, ProductFields, ProductRepository } from './service.ts';
 
@@ -22,6 +23,8 @@ export const toProduct = (r: ProductRow): Product => ({
   actionButtonUrl: r.action_button_url,
   portalDeviceResetLimit: r.portal_device_reset_limit,
   portalDeviceResetWindowDays: r.portal_device_reset_window_days,
+  defaultEntitlements: decodeEntitlements(r.default_entitlements),
+  floating: { enabled: bool(r.floating_enabled), leaseSeconds: r.lease_seconds },
 });
 
 /** Maps the writable fields that are present to their columns. */
@@ -39,6 +42,11 @@ function columns(f: Partial<ProductFields> & { hasImage?: boolean }) {
   if (f.actionButtonUrl !== undefined) set.action_button_url = f.actionButtonUrl;
   if (f.portalDeviceResetLimit !== undefined) set.portal_device_reset_limit = f.portalDeviceResetLimit;
   if (f.portalDeviceResetWindowDays !== undefined) set.portal_device_reset_window_days = f.portalDeviceResetWindowDays;
+  if (f.defaultEntitlements !== undefined) set.default_entitlements = encodeEntitlements(f.defaultEntitlements);
+  if (f.floating !== undefined) {
+    set.floating_enabled = flag(f.floating.enabled);
+    set.lease_seconds = f.floating.leaseSeconds;
+  }
   return set;
 }
 

@@ -1,7 +1,19 @@
 import { Type } from 'typebox';
 import { toIso } from '../../core/time.ts';
 import { Email, Nullable, Timestamp } from '../../http/schema-helpers.ts';
-import type { Product } from './service.ts';
+import { ENTITLEMENT_PATTERN, ENTITLEMENTS_MAX } from '../../core/entitlements.ts';
+import { LEASE_SECONDS_DEFAULT, LEASE_SECONDS_MAX, LEASE_SECONDS_MIN, type Product } from './service.ts';
+
+/** A set of entitlement codes as requests send it (decisions.md, "Licensing model"). */
+export const EntitlementsInput = Type.Array(Type.String({ pattern: ENTITLEMENT_PATTERN, maxLength: 64 }), {
+  maxItems: ENTITLEMENTS_MAX,
+  description: `Feature codes matching ${ENTITLEMENT_PATTERN}, at most ${ENTITLEMENTS_MAX}; repeats are dropped.`,
+});
+
+const FloatingBody = Type.Object({
+  enabled: Type.Boolean(),
+  leaseSeconds: Type.Integer({ description: 'How long an activation holds its slot without a heartbeat.' }),
+});
 
 const LONG_TEXT = 5000;
 
@@ -22,6 +34,8 @@ export const ProductBody = Type.Object(
     actionButtonUrl: Nullable(Type.String()),
     portalDeviceResetLimit: Type.Integer(),
     portalDeviceResetWindowDays: Type.Integer(),
+    defaultEntitlements: Type.Array(Type.String(), { description: 'What a new license of the product gets unless given its own.' }),
+    floating: FloatingBody,
   },
   { $id: 'Product' },
 );
@@ -38,6 +52,16 @@ const writable = {
   actionButtonUrl: Nullable(Type.String({ maxLength: 2000, description: 'http(s) URL; may hold {key}.' })),
   portalDeviceResetLimit: Type.Integer({ minimum: 1, maximum: 1000, description: 'Portal device resets per license within the window (default 3).' }),
   portalDeviceResetWindowDays: Type.Integer({ minimum: 1, maximum: 365, description: 'Length of that window in days (default 30).' }),
+  defaultEntitlements: EntitlementsInput,
+  floating: Type.Object(
+    {
+      enabled: Type.Optional(Type.Boolean()),
+      leaseSeconds: Type.Optional(
+        Type.Integer({ minimum: LEASE_SECONDS_MIN, maximum: LEASE_SECONDS_MAX, description: `${LEASE_SECONDS_MIN} to ${LEASE_SECONDS_MAX} (default ${LEASE_SECONDS_DEFAULT}).` }),
+      ),
+    },
+    { additionalProperties: false, description: 'Floating seats: activations hold leases renewed by heartbeats.' },
+  ),
 };
 
 export const CreateProductBody = Type.Object(
@@ -53,6 +77,8 @@ export const CreateProductBody = Type.Object(
     actionButtonUrl: Type.Optional(writable.actionButtonUrl),
     portalDeviceResetLimit: Type.Optional(writable.portalDeviceResetLimit),
     portalDeviceResetWindowDays: Type.Optional(writable.portalDeviceResetWindowDays),
+    defaultEntitlements: Type.Optional(writable.defaultEntitlements),
+    floating: Type.Optional(writable.floating),
   },
   { additionalProperties: false },
 );
@@ -77,4 +103,6 @@ export const productView = (p: Product) => ({
   actionButtonUrl: p.actionButtonUrl,
   portalDeviceResetLimit: p.portalDeviceResetLimit,
   portalDeviceResetWindowDays: p.portalDeviceResetWindowDays,
+  defaultEntitlements: p.defaultEntitlements,
+  floating: p.floating,
 });

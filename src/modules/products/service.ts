@@ -1,6 +1,7 @@
 import { AppError, invalidRequest, notFound } from '../../core/errors.ts';
 import { newProductId } from '../../core/ids.ts';
 import { checkActionUrl } from '../../core/action-url.ts';
+import { checkEntitlements } from '../../core/entitlements.ts';
 import type { Principal } from '../../core/principal.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 
@@ -21,7 +22,20 @@ export interface Product {
   /** Portal device resets allowed per license within the window (operator API resets are not counted). */
   portalDeviceResetLimit: number;
   portalDeviceResetWindowDays: number;
+  /** Entitlements a new license of the product gets unless it is given its own (core/entitlements.ts). */
+  defaultEntitlements: string[];
+  /** Floating seats: each activation holds its slot as a lease of `leaseSeconds`, renewed by heartbeats. */
+  floating: FloatingSettings;
 }
+
+export interface FloatingSettings {
+  enabled: boolean;
+  leaseSeconds: number;
+}
+
+export const LEASE_SECONDS_MIN = 60;
+export const LEASE_SECONDS_MAX = 86_400;
+export const LEASE_SECONDS_DEFAULT = 900;
 
 /** Fields an operator writes; everything else is set by the service. */
 export type ProductFields = Pick<
@@ -37,7 +51,12 @@ export type ProductFields = Pick<
   | 'actionButtonUrl'
   | 'portalDeviceResetLimit'
   | 'portalDeviceResetWindowDays'
+  | 'defaultEntitlements'
+  | 'floating'
 >;
+
+/** What a PATCH sends: floating settings may come one field at a time. */
+export type ProductInput = Partial<Omit<ProductFields, 'floating'>> & { floating?: Partial<FloatingSettings> };
 
 /** Storage of products; every query is scoped to the account in SQL, writes run in a unit. */
 export interface ProductRepository {
@@ -67,10 +86,16 @@ const DEFAULTS: Omit<ProductFields, 'name'> = {
   actionButtonUrl: null,
   portalDeviceResetLimit: 3,
   portalDeviceResetWindowDays: 30,
+  defaultEntitlements: [],
+  floating: { enabled: false, leaseSeconds: LEASE_SECONDS_DEFAULT },
 };
 
-function checkFields(fields: Partial<ProductFields>): Partial<ProductFields> {
-  const out = { ...fields };
+/** The input checked, its floating settings completed from `current`. */
+function checkFields(fields: ProductInput, current: FloatingSettings = DEFAULTS.floating): Partial<ProductFields> {
+  const { floating, ...rest } = fields;
+  const out: Partial<ProductFields> = { ...rest };
+  if (floating !== undefined) out.floating = { ...current, ...floating };
+  if (out.defaultEntitlements !== undefined) out.defaultEntitlements = checkEntitlements(out.defaultEntitlements, 'defaultEntitlements');
   if (out.name !== undefined) {
     out.name = out.name.trim();
     if (out.name.length === 0) throw invalidRequest('name', 'must not be empty');
@@ -94,7 +119,7 @@ export class ProductService {
     this.licenses = licenses;
   }
 
-  create(principal: Principal, fields: Partial<ProductFields> & { name: string }): Promise<Product> {
+  create(principal: Principal, fields: ProductInput & { name: string }): Promise<Product> {
     const product: Product = {
       ...DEFAULTS,
       ...(checkFields(fields) as ProductFields),
@@ -119,11 +144,12 @@ export class ProductService {
     return this.repo.list(principal.accountId);
   }
 
-  update(principal: Principal, id: string, fields: Partial<ProductFields>): Promise<Product> {
-    const checked = checkFields(fields);
+  update(principal: Principal, id: string, fields: ProductInput): Promise<Product> {
+    checkFields(fields); // a bad field is a 400 before any store is asked
     return this.units.run(async (unit) => {
       const product = await this.repo.lock(unit, principal.accountId, id);
       if (!product) throw notFound('Product');
+      const checked = checkFields(fields, product.floating);
       await this.repo.update(unit, principal.accountId, id, checked);
       return { ...product, ...checked };
     });

@@ -25,6 +25,8 @@ const fromSnapshot = (l: LicenseSnapshot, activeDevices: Device[]): License => (
   email: l.email,
   maxDevices: l.maxDevices,
   createdAt: l.createdAt,
+  entitlements: l.entitlements,
+  metadata: l.metadata,
   activeDevices,
 });
 

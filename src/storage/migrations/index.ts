@@ -15,6 +15,7 @@ import * as m013DeviceActivations from './013_device_activations.ts';
 import * as m014LicenseChangeFeed from './014_license_change_feed.ts';
 import * as m015AccountId from './015_account_id.ts';
 import * as m016OutboxFairness from './016_outbox_fairness.ts';
+import * as m018LicensingModel from './018_licensing_model.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -38,6 +39,7 @@ export const migrations: Record<string, Migration> = {
   '014_license_change_feed': m014LicenseChangeFeed,
   '015_account_id': m015AccountId,
   '016_outbox_fairness': m016OutboxFairness,
+  '018_licensing_model': m018LicensingModel,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -55,6 +55,8 @@ const NEW_PRODUCT = productValues({
   purchaseNote: null,
   actionButtonText: null,
   actionButtonUrl: null,
+  defaultEntitlements: [],
+  floating: { enabled: false, leaseSeconds: 900 },
 });
 
 function productForm(csrf: string, form: FormState, action: string, submit: string): SafeHtml {

@@ -78,6 +78,8 @@ export type LicenseEvent =
   /** An active device re-activated under another name (its slot and activation date kept). */
   | (LicenseBase & { type: 'device.updated'; device: DeviceSnapshot; changes: { name: { from: string; to: string } } })
   | (LicenseBase & { type: 'device.removed'; device: DeviceSnapshot })
+  /** A floating license's device whose lease lapsed, removed to free its slot (actor `lease`). */
+  | (LicenseBase & { type: 'device.released'; device: DeviceSnapshot })
   | (LicenseBase & { type: 'devices.reset'; devices: DeviceSnapshot[] });
 
 /** A purchase recorded (fulfilled or unmapped), or reversed by a refund or a dispute (its licenses revoked). */
@@ -100,6 +102,7 @@ export const DOMAIN_EVENT_TYPES: readonly DomainEventType[] = [
   'device.activated',
   'device.updated',
   'device.removed',
+  'device.released',
   'devices.reset',
   'purchase.completed',
   'purchase.refunded',

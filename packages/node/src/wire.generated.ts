@@ -100,6 +100,8 @@ export type WirePublicActivation = {
     name: string;
     /** ISO 8601 UTC timestamp with milliseconds. */
     activationDate: string;
+    /** Floating products only: the lease end; renew it with a heartbeat before then. */
+    leaseExpiresAt?: string;
   };
   license: {
     key: string;
@@ -125,6 +127,8 @@ export type WirePublicValidation = {
     name: string;
     /** ISO 8601 UTC timestamp with milliseconds. */
     activationDate: string;
+    /** Floating products only: the lease end; renew it with a heartbeat before then. */
+    leaseExpiresAt?: string;
   } | null;
   license: {
     key: string;

@@ -10,7 +10,7 @@ export const AuditQuery = Type.Object({
 
 const ActorBody = Type.Object(
   {
-    type: Type.String({ enum: ['api_key', 'dashboard_user', 'cli', 'public', 'portal', 'provider'] }),
+    type: Type.String({ enum: ['api_key', 'dashboard_user', 'cli', 'public', 'portal', 'provider', 'lease'] }),
     apiKeyId: Type.Optional(Type.String()),
     userId: Type.Optional(Type.String()),
     email: Type.Optional(Type.String()),
@@ -22,7 +22,7 @@ const ActorBody = Type.Object(
 export const AuditPageBody = Type.Object({
   data: Type.Array(
     Type.Object({
-      type: Type.String({ enum: ['license.created', 'license.updated', 'license.revoked', 'license.deleted', 'device.activated', 'device.updated', 'device.removed', 'devices.reset'] }),
+      type: Type.String({ enum: ['license.created', 'license.updated', 'license.revoked', 'license.deleted', 'device.activated', 'device.updated', 'device.removed', 'device.released', 'devices.reset'] }),
       actor: ActorBody,
       changes: Nullable(Type.Object({}, { additionalProperties: true, description: 'Fields changed as {field: {from, to}}; {device} or {devices} for device events; null on delete.' })),
       createdAt: Timestamp,

@@ -94,7 +94,8 @@ export class TokenSigner {
       },
       device: { identifier: device.identifier, name: device.name, activationDate: seconds(device.activationDate) },
       iat,
-      exp: iat + this.validitySeconds,
+      // On a floating product a token lasts no longer than the lease it was issued under.
+      exp: device.leaseExpiresAt == null ? iat + this.validitySeconds : Math.min(iat + this.validitySeconds, seconds(device.leaseExpiresAt)),
     };
     const input = `${this.encodedHeader}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
     // The signing input is base64url text (ASCII): latin1 copies it byte for byte, with no UTF-8 encoding.

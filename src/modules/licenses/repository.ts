@@ -208,7 +208,7 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
     heldDevices: new Prepared<{ key: string }, DeviceRow>((p) =>
       db.selectFrom('devices').selectAll().where('license_key', '=', p('key')).orderBy('activation_date').orderBy('identifier'),
     ),
-    addDevice: new Prepared<{ key: string; identifier: string; name: string; at: number; activation: string | null; by: string | null }, never>((p) =>
+    addDevice: new Prepared<{ key: string; identifier: string; name: string; at: number; activation: string | null; by: string | null; lease: number | null }, never>((p) =>
       db.insertInto('devices').values({
         license_key: p('key'),
         identifier: p('identifier'),
@@ -216,7 +216,18 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
         activation_date: p('at'),
         activation_id: p('activation'),
         activated_by: p('by'),
+        lease_expires_at: p('lease'),
+        last_seen_at: p('at'),
       }),
+    ),
+    // Only a live lease is renewed: one that lapsed meanwhile (and may be released by an activation) stays lapsed.
+    renewLease: new Prepared<{ key: string; identifier: string; now: number; end: number }, never>((p) =>
+      db
+        .updateTable('devices')
+        .set({ lease_expires_at: p('end'), last_seen_at: p('now') })
+        .where('license_key', '=', p('key'))
+        .where('identifier', '=', p('identifier'))
+        .where('lease_expires_at', '>', p('now')),
     ),
     // SET reads the row as it was: the first rename keeps the name the activation's entry shows.
     renameDevice: new Prepared<{ key: string; identifier: string; name: string }, never>((p) =>
@@ -495,7 +506,21 @@ export class SqlLicenseRepository implements LicenseRepository {
 
   async addDevice(unit: Unit, key: string, d: Device): Promise<void> {
     const row = deviceRow(key, d);
-    await executorOf(unit).run(this.q.addDevice.bind({ key, identifier: d.identifier, name: d.name, at: d.activationDate, activation: row.activation_id, by: row.activated_by }));
+    await executorOf(unit).run(
+      this.q.addDevice.bind({ key, identifier: d.identifier, name: d.name, at: d.activationDate, activation: row.activation_id, by: row.activated_by, lease: row.lease_expires_at }),
+    );
+  }
+
+  async renewLease(unit: Unit, key: string, identifier: string, now: number, end: number): Promise<boolean> {
+    const renewed = (await executorOf(unit).run(this.q.renewLease.bind({ key, identifier, now, end }))) > 0;
+    // This process's cached row goes at once; the change feed tells the others (and this one again after the commit).
+    this.validationCache?.changed(key);
+    return renewed;
+  }
+
+  async releaseLapsed(unit: Unit, key: string, now: number): Promise<Device[]> {
+    const rows = await executorOf(unit).all(this.db.deleteFrom('devices').where('license_key', '=', key).where('lease_expires_at', '<=', now).returningAll());
+    return rows.map(toHeldDevice).sort(byActivation);
   }
 
   async renameDevice(unit: Unit, key: string, identifier: string, name: string): Promise<void> {

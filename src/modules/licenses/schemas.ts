@@ -130,6 +130,15 @@ export const LicensePageBody = Type.Object({
 });
 
 export const deviceView = (d: Device) => ({ identifier: d.identifier, name: d.name, activationDate: toIso(d.activationDate) });
+
+/** A device in public answers: on a floating product, when its lease ends (what the client SDK schedules heartbeats by). */
+export const PublicDeviceBody = Type.Object({
+  identifier: Type.String(),
+  name: Type.String(),
+  activationDate: Timestamp,
+  leaseExpiresAt: Type.Optional(Type.String({ description: 'Floating products only: the lease end; renew it with a heartbeat before then.' })),
+});
+export const publicDeviceView = (d: Device) => (d.leaseExpiresAt == null ? deviceView(d) : { ...deviceView(d), leaseExpiresAt: toIso(d.leaseExpiresAt) });
 export const serverDeviceView = (d: Device) => ({ ...deviceView(d), lastSeenAt: toIsoOrNull(d.lastSeenAt ?? null), leaseExpiresAt: toIsoOrNull(d.leaseExpiresAt ?? null) });
 
 export const licenseView = (l: License) => ({

@@ -5,7 +5,7 @@ import type { DeviceSnapshot, LicenseChanges, LicenseSnapshot } from '../../core
 import { timeOrderedId } from '../../core/ids.ts';
 import { generateLicenseKey, normalizeLicenseKey } from '../../core/license-key.ts';
 import type { LicenseStatus } from '../../core/license-status.ts';
-import { type Actor, PUBLIC_ACTOR, type Principal } from '../../core/principal.ts';
+import { type Actor, LEASE_ACTOR, PUBLIC_ACTOR, type Principal } from '../../core/principal.ts';
 import { parseTimestamp } from '../../core/time.ts';
 import { TurnBatch } from '../../core/turn-batch.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
@@ -80,7 +80,9 @@ export interface Activation {
  */
 export type ActivationSeal = (activation: Activation) => string | undefined;
 
-export type PublicValidation = { isValid: true; status: LicenseStatus; license: LicenseRecord; device: Device } | { isValid: false; reason: Failure };
+export type PublicValidation =
+  | { isValid: true; status: LicenseStatus; license: LicenseRecord; device: Device; /** The product's lease length when floating, else null. */ leaseSeconds: number | null }
+  | { isValid: false; reason: Failure };
 
 export interface ServerValidation {
   isValid: boolean;
@@ -466,24 +468,37 @@ export class LicenseService {
       const now = this.clock();
       const state = await this.repo.lockForActivation(unit, key, device.identifier, accountId);
       if (accountId !== undefined && !state) throw notFound('License');
-      const existing = state?.device ?? null;
+      const leaseSeconds = state?.leaseSeconds ?? null;
+      // Floating: lapsed leases leave first, with the license locked, so their slots are free for this
+      // activation at once and the count the slot check reads is of live leases only.
+      const released = state && leaseSeconds !== null ? await this.releaseLapsed(unit, state.license, now) : [];
+      const existing = state?.device && !released.some((d) => d.identifier === device.identifier) ? state.device : null;
       const verdict = evaluate(
-        { license: state?.license, fallbackEnabled: state?.fallbackEnabled ?? false, deviceActive: existing !== null, activeDeviceCount: state?.deviceCount ?? 0 },
+        {
+          license: state?.license,
+          fallbackEnabled: state?.fallbackEnabled ?? false,
+          deviceActive: existing !== null,
+          leaseExpiresAt: existing?.leaseExpiresAt,
+          activeDeviceCount: (state?.deviceCount ?? 0) - released.length,
+        },
         { productIds, needsSlot: true, now },
       );
       if (!verdict.ok) throw failureError(verdict.failure);
+      const leaseEnd = leaseSeconds === null ? null : now + leaseSeconds * 1000;
       // An active device re-activating keeps its slot and activation date; only its name changes,
       // and only a change of name is an event (re-activations with the same name are frequent).
       let active: Device;
       if (existing) {
         active = { ...existing, name: device.name };
+        // A re-activation on a floating product renews its lease, as a heartbeat does.
+        if (leaseEnd !== null && (await this.repo.renewLease(unit, key, device.identifier, now, leaseEnd))) active = { ...active, leaseExpiresAt: leaseEnd, lastSeenAt: now };
         if (existing.name !== device.name) {
           await this.repo.renameDevice(unit, key, device.identifier, device.name);
           const changes = { name: { from: existing.name, to: device.name } };
           await unit.emit({ type: 'device.updated', actor, occurredAt: now, license: snapshot(verdict.license), device: deviceSnapshot(active), changes });
         }
       } else {
-        active = { ...device, activationDate: now, activation: { id: timeOrderedId(now), actor, name: device.name } };
+        active = { ...device, activationDate: now, leaseExpiresAt: leaseEnd, lastSeenAt: now, activation: { id: timeOrderedId(now), actor, name: device.name } };
         await this.repo.addDevice(unit, key, active);
         await unit.emit({ type: 'device.activated', actor, occurredAt: now, license: snapshot(verdict.license), device: deviceSnapshot(active) });
       }
@@ -498,11 +513,26 @@ export class LicenseService {
     const identifier = cleanIdentifier(deviceIdentifier);
     const row = await this.lookups.run(() => this.repo.findForValidation(key, identifier));
     const verdict = evaluate(
-      { license: row?.license, fallbackEnabled: row?.fallbackEnabled ?? false, deviceActive: row?.device != null },
+      { license: row?.license, fallbackEnabled: row?.fallbackEnabled ?? false, deviceActive: row?.device != null, leaseExpiresAt: row?.device?.leaseExpiresAt },
       { productIds: toProductIds(productId), requireActiveDevice: true, now: this.clock() },
     );
     if (!verdict.ok) return { isValid: false, reason: verdict.failure };
-    return { isValid: true, status: verdict.status, license: verdict.license, device: row!.device! };
+    return { isValid: true, status: verdict.status, license: verdict.license, device: row!.device!, leaseSeconds: row!.leaseSeconds };
+  }
+
+  /**
+   * A floating device's heartbeat: the validation checks (a lapsed lease is `device_not_activated`),
+   * then its lease renewed to now + the product's lease length in one conditional write. On a
+   * node-locked product it is a validation.
+   */
+  async heartbeat(rawKey: string, productId: string | string[], deviceIdentifier: string): Promise<PublicValidation> {
+    const result = await this.publicValidate(rawKey, productId, deviceIdentifier);
+    if (!result.isValid || result.leaseSeconds === null) return result;
+    const now = this.clock();
+    const end = now + result.leaseSeconds * 1000;
+    const renewed = await this.units.run((unit) => this.repo.renewLease(unit, result.license.key, result.device.identifier, now, end));
+    if (!renewed) return { isValid: false, reason: 'device_not_activated' };
+    return { ...result, device: { ...result.device, leaseExpiresAt: end, lastSeenAt: now } };
   }
 
   /** Server API: the same checks; only the product and device the caller names are asked. */
@@ -513,7 +543,7 @@ export class LicenseService {
     const identifier = query.deviceIdentifier === undefined ? undefined : cleanIdentifier(query.deviceIdentifier);
     const device = identifier === undefined ? null : (license.activeDevices.find((d) => d.identifier === identifier) ?? null);
     const verdict = evaluate(
-      { license, fallbackEnabled, deviceActive: device !== null },
+      { license, fallbackEnabled, deviceActive: device !== null, leaseExpiresAt: device?.leaseExpiresAt },
       { productIds: query.productId === undefined ? undefined : [query.productId], requireActiveDevice: identifier !== undefined, now: this.clock() },
     );
     return { isValid: verdict.ok, status: verdict.status!, license, device };
@@ -531,6 +561,13 @@ export class LicenseService {
       if (!verdict.ok && (verdict.failure === 'not_found' || verdict.failure === 'product_mismatch')) throw failureError('not_found');
       await this.removeOne(unit, PUBLIC_ACTOR, state!, identifier);
     });
+  }
+
+  /** Removes the floating license's devices whose lease lapsed by `now`, each with its event (actor `lease`). */
+  private async releaseLapsed(unit: Unit, license: FullLicenseRecord, now: number): Promise<Device[]> {
+    const released = await this.repo.releaseLapsed(unit, license.key, now);
+    for (const device of released) await unit.emit({ type: 'device.released', actor: LEASE_ACTOR, occurredAt: now, license: snapshot(license), device: deviceSnapshot(device) });
+    return released;
   }
 
   private async remove(unit: Unit, actor: Actor, license: FullLicenseRecord): Promise<void> {

@@ -149,5 +149,9 @@ export interface LicenseRepository {
   /** Renames an active device; the name it had at activation stays with its activation. */
   renameDevice(unit: Unit, key: string, identifier: string, name: string): Promise<void>;
   removeDevice(unit: Unit, key: string, identifier: string): Promise<boolean>;
+  /** Moves a live lease's end to `end` and marks the device seen at `now`; false when the lease had lapsed (or the device is gone). */
+  renewLease(unit: Unit, key: string, identifier: string, now: number, end: number): Promise<boolean>;
+  /** Deletes the license's devices whose lease ended at `now` or before; returns them, with their activations. */
+  releaseLapsed(unit: Unit, key: string, now: number): Promise<Device[]>;
   removeAllDevices(unit: Unit, key: string): Promise<void>;
 }

@@ -59,6 +59,7 @@ export async function webhookBody(event: DomainEvent, eventId: string, devicesOf
       break;
     case 'device.activated':
     case 'device.removed':
+    case 'device.released':
       data = { license: await licenseData(event.license, devicesOf), device: deviceView(event.device) };
       break;
     case 'device.updated':

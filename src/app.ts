@@ -17,6 +17,7 @@ import { Csrf } from './http/web/csrf.ts';
 import { paymentRoutes, paymentWebhookRoutes } from './modules/payments/routes.ts';
 import { portalApiRoutes, portalRoutes } from './modules/portal/routes.ts';
 import { registerActivityFlush } from './modules/activity/plugin.ts';
+import { registerSightingsFlush } from './modules/licenses/sightings-plugin.ts';
 import { dashboardRoutes } from './modules/dashboard/routes.ts';
 import { productImageRoutes } from './modules/product-images/routes.ts';
 import { licenseTokenRoutes } from './modules/license-tokens/routes.ts';
@@ -136,6 +137,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
     },
   });
   registerActivityFlush(app, services.activity);
+  registerSightingsFlush(app, services.licenses.sightings);
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(

@@ -81,6 +81,26 @@ forEachStore('validation cache', (kind) => {
     }
   });
 
+  it('writing lastSeenAt drops no cached row (migration 018), a heartbeat renewing a lease does', async () => {
+    await live(ctx.store);
+    const { p, l } = await activeLicense();
+    const cache = cacheOf(ctx.services);
+    await validate(ctx.app, l.key, p.id);
+    await ctx.services.licenses.sightings.flush();
+    const before = cache.stats();
+    expect((await validate(ctx.app, l.key, p.id)).body.isValid).toBe(true);
+    expect(cache.stats().hits - before.hits).toBe(1);
+
+    const t = await createTenant(ctx);
+    const floating = await createProduct(ctx, t, { floating: { enabled: true } });
+    const fl = await createLicense(ctx, t, floating.id);
+    await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/activate', json: { licenseKey: fl.key, deviceIdentifier: 'd1', deviceName: 'VM', productId: floating.id } });
+    const first = await validate(ctx.app, fl.key, floating.id);
+    const beat = await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/heartbeat', json: { licenseKey: fl.key, deviceIdentifier: 'd1', productId: floating.id } });
+    expect(beat.body.device.leaseExpiresAt >= first.body.device.leaseExpiresAt).toBe(true);
+    expect((await validate(ctx.app, fl.key, floating.id)).body.device.leaseExpiresAt).toBe(beat.body.device.leaseExpiresAt);
+  });
+
   it('a revocation answered by this process is seen by its next validation', async () => {
     const { p, l, headers } = await activeLicense();
     expect((await validate(ctx.app, l.key, p.id)).body.isValid).toBe(true);

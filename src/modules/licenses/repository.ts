@@ -13,6 +13,7 @@ import { decodeMetadata, encodeMetadata } from './metadata.ts';
 import type {
   ActivationState,
   Device,
+  DeviceSighting,
   FullLicenseRecord,
   License,
   LicenseFields,
@@ -219,6 +220,14 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
         lease_expires_at: p('lease'),
         last_seen_at: p('at'),
       }),
+    ),
+    touchDevice: new Prepared<{ key: string; identifier: string; at: number }, never>((p) =>
+      db
+        .updateTable('devices')
+        .set({ last_seen_at: p('at') })
+        .where('license_key', '=', p('key'))
+        .where('identifier', '=', p('identifier'))
+        .where((eb) => eb.or([eb('last_seen_at', 'is', null), eb('last_seen_at', '<', p('at'))])),
     ),
     // Only a live lease is renewed: one that lapsed meanwhile (and may be released by an activation) stays lapsed.
     renewLease: new Prepared<{ key: string; identifier: string; now: number; end: number }, never>((p) =>
@@ -512,10 +521,12 @@ export class SqlLicenseRepository implements LicenseRepository {
   }
 
   async renewLease(unit: Unit, key: string, identifier: string, now: number, end: number): Promise<boolean> {
-    const renewed = (await executorOf(unit).run(this.q.renewLease.bind({ key, identifier, now, end }))) > 0;
-    // This process's cached row goes at once; the change feed tells the others (and this one again after the commit).
-    this.validationCache?.changed(key);
-    return renewed;
+    return (await executorOf(unit).run(this.q.renewLease.bind({ key, identifier, now, end }))) > 0;
+  }
+
+  async touchDevices(unit: Unit, sightings: DeviceSighting[]): Promise<void> {
+    const tx = executorOf(unit);
+    for (const s of sightings) await tx.run(this.q.touchDevice.bind({ key: s.key, identifier: s.identifier, at: s.at }));
   }
 
   async releaseLapsed(unit: Unit, key: string, now: number): Promise<Device[]> {

@@ -12,6 +12,7 @@ import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { Product, ProductService } from '../products/service.ts';
 import { evaluate, type Failure, failureError } from './checks.ts';
 import { type ImportLicenseInput, importedLicense } from './import-rules.ts';
+import { DeviceSightings } from './device-sightings.ts';
 import { DEVICE_IDENTIFIER_MAX, DEVICE_NAME_MAX } from './limits.ts';
 import { applyMetadata, type MetadataChange } from './metadata.ts';
 import { searchOrder } from './repository.ts';
@@ -231,6 +232,8 @@ function changesOf(before: FullLicenseRecord, fields: LicenseFields): LicenseCha
 export class LicenseService {
   /** Public validations (and token refreshes) look their licenses up together, per event-loop turn. */
   private readonly lookups = new TurnBatch();
+  /** When devices were last seen, written once a minute (the app flushes it; see registerSightingsFlush). */
+  readonly sightings: DeviceSightings;
 
   constructor(
     private readonly repo: LicenseRepository,
@@ -238,7 +241,9 @@ export class LicenseService {
     private readonly products: ProductService,
     private readonly purchaseMail: PurchaseMail,
     private readonly clock: () => number = Date.now,
-  ) {}
+  ) {
+    this.sightings = new DeviceSightings(repo, units);
+  }
 
   create(principal: Principal, input: CreateLicenseInput, outer?: Unit): Promise<License> {
     return this.units.run(async (unit) => {
@@ -502,6 +507,8 @@ export class LicenseService {
         await this.repo.addDevice(unit, key, active);
         await unit.emit({ type: 'device.activated', actor, occurredAt: now, license: snapshot(verdict.license), device: deviceSnapshot(active) });
       }
+      // A new device's row holds its activation time as lastSeenAt; a re-activation is a sighting.
+      if (existing && active.lastSeenAt !== now) this.sightings.seen(key, device.identifier, now);
       const activation: Activation = { license: verdict.license, device: active, status: verdict.status };
       const token = seal?.(activation);
       return token === undefined ? activation : { ...activation, token };
@@ -512,11 +519,13 @@ export class LicenseService {
     const key = normalizeLicenseKey(rawKey);
     const identifier = cleanIdentifier(deviceIdentifier);
     const row = await this.lookups.run(() => this.repo.findForValidation(key, identifier));
+    const now = this.clock();
     const verdict = evaluate(
       { license: row?.license, fallbackEnabled: row?.fallbackEnabled ?? false, deviceActive: row?.device != null, leaseExpiresAt: row?.device?.leaseExpiresAt },
-      { productIds: toProductIds(productId), requireActiveDevice: true, now: this.clock() },
+      { productIds: toProductIds(productId), requireActiveDevice: true, now },
     );
     if (!verdict.ok) return { isValid: false, reason: verdict.failure };
+    this.sightings.seen(key, identifier, now);
     return { isValid: true, status: verdict.status, license: verdict.license, device: row!.device!, leaseSeconds: row!.leaseSeconds };
   }
 
@@ -542,10 +551,12 @@ export class LicenseService {
     const { license, fallbackEnabled } = found;
     const identifier = query.deviceIdentifier === undefined ? undefined : cleanIdentifier(query.deviceIdentifier);
     const device = identifier === undefined ? null : (license.activeDevices.find((d) => d.identifier === identifier) ?? null);
+    const now = this.clock();
     const verdict = evaluate(
       { license, fallbackEnabled, deviceActive: device !== null, leaseExpiresAt: device?.leaseExpiresAt },
-      { productIds: query.productId === undefined ? undefined : [query.productId], requireActiveDevice: identifier !== undefined, now: this.clock() },
+      { productIds: query.productId === undefined ? undefined : [query.productId], requireActiveDevice: identifier !== undefined, now },
     );
+    if (verdict.ok && device) this.sightings.seen(license.key, device.identifier, now);
     return { isValid: verdict.ok, status: verdict.status!, license, device };
   }
 

@@ -60,6 +60,13 @@ export interface ActivationState {
   deviceCount: number;
 }
 
+/** A device seen at `at` (epoch ms), waiting to be written (device-sightings.ts). */
+export interface DeviceSighting {
+  key: string;
+  identifier: string;
+  at: number;
+}
+
 export interface LicensePage {
   data: License[];
   nextCursor: string | null;
@@ -151,6 +158,8 @@ export interface LicenseRepository {
   removeDevice(unit: Unit, key: string, identifier: string): Promise<boolean>;
   /** Moves a live lease's end to `end` and marks the device seen at `now`; false when the lease had lapsed (or the device is gone). */
   renewLease(unit: Unit, key: string, identifier: string, now: number, end: number): Promise<boolean>;
+  /** Moves each device's lastSeenAt forward to its sighting (never back); a device gone meanwhile is skipped. */
+  touchDevices(unit: Unit, sightings: DeviceSighting[]): Promise<void>;
   /** Deletes the license's devices whose lease ended at `now` or before; returns them, with their activations. */
   releaseLapsed(unit: Unit, key: string, now: number): Promise<Device[]>;
   removeAllDevices(unit: Unit, key: string): Promise<void>;

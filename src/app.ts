@@ -148,6 +148,8 @@ export async function buildApp({ config, services, logger = true, logStream, mai
         images: services.productImages,
         activity: services.activity,
         perClientPerMinute: limits.enabled && limits.publicPerMinute,
+        trials: services.trials,
+        trialsPerClientPerHour: limits.enabled && limits.trialsPerClientPerHour,
       });
       await api.register(paymentWebhookRoutes, { payments: services.payments, perConnectionPerMinute: limits.enabled && limits.serverPerMinute });
       await api.register(async (server) => {

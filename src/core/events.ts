@@ -12,6 +12,7 @@ export interface LicenseSnapshot {
   maxDevices: number;
   createdAt: number;
   entitlements: string[];
+  trial: boolean;
   /** The vendor's data (server views and webhooks only). */
   metadata: Record<string, string>;
 }

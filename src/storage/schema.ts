@@ -49,6 +49,10 @@ export interface ProductsTable {
   /** Floating product: activations hold leases of `lease_seconds` (migration 018). */
   floating_enabled: ColumnType<boolean | number, number | undefined, number>;
   lease_seconds: ColumnType<number, number | undefined, number>;
+  /** Trials from the public API (migration 022). */
+  trial_enabled: ColumnType<boolean | number, number | undefined, number>;
+  trial_days: ColumnType<number, number | undefined, number>;
+  trial_max_devices: ColumnType<number, number | undefined, number>;
 }
 
 export interface LicensesTable {
@@ -67,6 +71,16 @@ export interface LicensesTable {
   entitlements: ColumnType<string, string | undefined, string>;
   /** The vendor's key/value strings, a JSON object (migration 018): server views only. */
   metadata: ColumnType<string, string | undefined, string>;
+  /** Started as a trial from the public API (migration 022). */
+  trial: ColumnType<boolean | number, number | undefined, number>;
+}
+
+/** One trial per product and device identifier, ever (migration 022). */
+export interface TrialsTable {
+  product_id: string;
+  device_identifier: string;
+  license_key: string;
+  created_at: number;
 }
 
 export interface DevicesTable {
@@ -343,6 +357,7 @@ export interface Database {
   dashboard_password_resets: DashboardPasswordResetsTable;
   dashboard_email_changes: DashboardEmailChangesTable;
   activity_daily: ActivityDailyTable;
+  trials: TrialsTable;
 }
 
 export const bool = (value: boolean | number): boolean => value === true || value === 1;

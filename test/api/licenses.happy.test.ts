@@ -25,9 +25,10 @@ forEachStore('licenses API', (kind) => {
       createdAt: expect.stringMatching(ISO_MS),
       entitlements: [],
       metadata: {},
+      trial: false,
     });
     // The field SDKs' fields first, in their order; wave 3's are added after them.
-    expect(Object.keys(res.body)).toEqual(['key', 'userId', 'productId', 'type', 'expiresAt', 'revoked', 'email', 'maxDevices', 'activeDevices', 'createdAt', 'entitlements', 'metadata']);
+    expect(Object.keys(res.body)).toEqual(['key', 'userId', 'productId', 'type', 'expiresAt', 'revoked', 'email', 'maxDevices', 'activeDevices', 'createdAt', 'entitlements', 'metadata', 'trial']);
   });
 
   it('creates a timed license from a date or a date-time with an offset', async () => {

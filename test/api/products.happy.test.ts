@@ -27,6 +27,7 @@ forEachStore('products API', (kind) => {
       portalDeviceResetWindowDays: 30,
       defaultEntitlements: [],
       floating: { enabled: false, leaseSeconds: 900 },
+      trial: { enabled: false, days: 14, maxDevices: 1 },
     });
   });
 

@@ -14,6 +14,7 @@ const license = (fields: Partial<LicenseRecord> = {}): LicenseRecord => ({
   maxDevices: 2,
   createdAt: 0,
   entitlements: [],
+  trial: false,
   ...fields,
 });
 const subject = (fields: Partial<LicenseRecord> = {}, rest: Partial<Subject> = {}): Subject => ({

@@ -38,6 +38,7 @@ forEachStore('license import', (kind) => {
       createdAt: '2024-01-15T08:30:00.000Z',
       entitlements: [],
       metadata: {},
+      trial: false,
     });
     const second = await getLicense(t.auth, 'ZZZZZ-22222-YYYYY-33333-XXXXX');
     expect(second.body).toMatchObject({ type: 'timed', expiresAt: '2030-01-01T00:00:00.000Z', revoked: true, email: null, activeDevices: [], createdAt: '2024-02-01T00:00:00.000Z' });

@@ -2,7 +2,7 @@
 // Regenerate with `npm run generate:sdk-wire`; test/sdk/wire-types.drift.test.ts fails when this copy is stale.
 
 /** Every error code the service answers with. */
-export const SERVER_ERROR_CODES = ["invalid_request","invalid_license","license_revoked","license_expired","max_devices_reached","license_tokens_disabled","product_has_licenses","invalid_provider_key","invalid_signature","payments_not_connected","missing_api_key","invalid_api_key","plan_required","not_found","request_timeout","price_already_mapped","idempotency_key_in_use","payload_too_large","unsupported_media_type","idempotency_key_reused","headers_too_large","rate_limited","internal_error","provider_unavailable","service_unavailable"] as const;
+export const SERVER_ERROR_CODES = ["invalid_request","invalid_license","license_revoked","license_expired","max_devices_reached","license_tokens_disabled","product_has_licenses","invalid_provider_key","invalid_signature","payments_not_connected","missing_api_key","invalid_api_key","plan_required","not_found","request_timeout","price_already_mapped","trial_already_used","idempotency_key_in_use","payload_too_large","unsupported_media_type","idempotency_key_reused","headers_too_large","rate_limited","internal_error","provider_unavailable","service_unavailable"] as const;
 export type ServerErrorCode = (typeof SERVER_ERROR_CODES)[number];
 
 export type WireLicense = {
@@ -31,6 +31,8 @@ export type WireLicense = {
   entitlements: Array<string>;
   /** The vendor's own data: server views only, never public. */
   metadata: Record<string, string>;
+  /** Started as a trial from the public API. */
+  trial: boolean;
 };
 
 export type WireProduct = {
@@ -58,6 +60,13 @@ export type WireProduct = {
     /** How long an activation holds its slot without a heartbeat. */
     leaseSeconds: number;
   };
+  trial: {
+    enabled: boolean;
+    /** A trial license's length. */
+    days: number;
+    /** A trial license's devices. */
+    maxDevices: number;
+  };
 };
 
 export type WireDevice = {
@@ -83,6 +92,7 @@ export type WirePublicLicense = {
   createdAt: string;
   /** Feature codes the license unlocks. */
   entitlements: Array<string>;
+  trial: boolean;
 };
 
 export type WireLicenseStatus = "active" | "expired" | "revoked" | "fallbacked";
@@ -115,6 +125,7 @@ export type WirePublicActivation = {
     createdAt: string;
     /** Feature codes the license unlocks. */
     entitlements: Array<string>;
+    trial: boolean;
   };
 };
 
@@ -142,6 +153,7 @@ export type WirePublicValidation = {
     createdAt: string;
     /** Feature codes the license unlocks. */
     entitlements: Array<string>;
+    trial: boolean;
   } | null;
   /** Why the license is not valid. */
   reason?: "not_found" | "product_mismatch" | "revoked" | "expired" | "device_not_activated";

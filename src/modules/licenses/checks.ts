@@ -46,7 +46,9 @@ const holdsSlot = (s: Checked, now: number): boolean => s.deviceActive === true 
 export const CHECKS: readonly Check[] = [
   ['product_mismatch', (s, q) => q.productIds !== undefined && !q.productIds.includes(s.license.productId)],
   ['revoked', (s) => s.status === 'revoked'],
+  // A trial is a timed license flagged trial: its end is this check, with no status of its own.
   ['expired', (s) => s.status === 'expired'],
+  // A lapsed lease (floating products) is no activation: see holdsSlot.
   ['device_not_activated', (s, q) => q.requireActiveDevice === true && !holdsSlot(s, q.now)],
   ['max_devices_reached', (s, q) => q.needsSlot === true && !holdsSlot(s, q.now) && s.activeDeviceCount! >= s.license.maxDevices],
 ];

@@ -91,6 +91,7 @@ export function importedLicense(input: ImportLicenseInput, accountId: string, no
     // The product's defaults, filled in by the import once it has read the product.
     entitlements: [],
     metadata: {},
+    trial: false,
     activeDevices: devices,
   };
 }

@@ -52,6 +52,7 @@ const toRecord = (r: Omit<LicenseRow, 'email_normalized' | 'metadata'>): License
   maxDevices: r.max_devices,
   createdAt: r.created_at,
   entitlements: decodeEntitlements(r.entitlements),
+  trial: bool(r.trial),
 });
 
 /** The record with its metadata: every read but the public hot path's. */
@@ -100,6 +101,7 @@ const licenseRow = (l: FullLicenseRecord) => ({
   created_at: l.createdAt,
   entitlements: encodeEntitlements(l.entitlements),
   metadata: encodeMetadata(l.metadata),
+  trial: flag(l.trial),
 });
 
 /** Rows per multi-row insert: 10 columns × 200 stays far below every store's parameter limit. */
@@ -122,6 +124,7 @@ const LICENSE_COLUMNS = [
   'l.created_at',
   'l.entitlements',
   'l.metadata',
+  'l.trial',
 ] as const;
 
 /**

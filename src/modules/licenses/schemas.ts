@@ -55,6 +55,7 @@ export const LicenseBody = Type.Object(
     createdAt: Timestamp,
     entitlements: Entitlements,
     metadata: MetadataBody,
+    trial: Type.Boolean({ description: 'Started as a trial from the public API.' }),
   },
   { $id: 'License' },
 );
@@ -69,6 +70,7 @@ export const PublicLicenseBody = Type.Object(
     expiresAt: Nullable(Timestamp),
     createdAt: Timestamp,
     entitlements: Entitlements,
+    trial: Type.Boolean(),
   },
 );
 
@@ -154,6 +156,7 @@ export const licenseView = (l: License) => ({
   createdAt: toIso(l.createdAt),
   entitlements: l.entitlements,
   metadata: l.metadata,
+  trial: l.trial,
 });
 
 export const publicLicenseView = (l: LicenseRecord) => ({
@@ -165,6 +168,7 @@ export const publicLicenseView = (l: LicenseRecord) => ({
   expiresAt: toIsoOrNull(l.expiresAt),
   createdAt: toIso(l.createdAt),
   entitlements: l.entitlements,
+  trial: l.trial,
 });
 
 /** An update's changed fields as the API shows them (times as ISO strings): webhooks and the audit log. */

@@ -43,6 +43,8 @@ export interface CreateLicenseInput {
   /** Absent: the product's default entitlements. */
   entitlements?: string[];
   metadata?: MetadataChange;
+  /** Set by the trials module only: the license starts a trial. */
+  trial?: boolean;
 }
 
 /** The purchase e-mail (the mail module's PurchaseMailer): queued in the unit that creates the license. */
@@ -204,6 +206,7 @@ export const snapshot = (l: FullLicenseRecord): LicenseSnapshot => ({
   maxDevices: l.maxDevices,
   createdAt: l.createdAt,
   entitlements: l.entitlements,
+  trial: l.trial,
   metadata: l.metadata,
 });
 
@@ -261,6 +264,7 @@ export class LicenseService {
         createdAt: now,
         entitlements: input.entitlements === undefined ? product.defaultEntitlements : checkEntitlements(input.entitlements, 'entitlements'),
         metadata: applyMetadata({}, input.metadata ?? {}),
+        trial: input.trial === true,
       };
       await this.repo.insert(unit, license);
       if (input.sendEmail) await this.purchaseMail.queue(principal, license, unit);
@@ -463,11 +467,19 @@ export class LicenseService {
   }
 
   /** Public API: anyone holding the key; an unknown key is `invalid_license`. `seal` signs inside the activation. */
-  publicActivate(key: string, productId: string | string[], device: DeviceInput, seal?: ActivationSeal): Promise<Activation & { token?: string }> {
-    return this.activate(key, toProductIds(productId), cleanDevice(device, PUBLIC_DEVICE_PATHS), PUBLIC_ACTOR, undefined, seal);
+  publicActivate(key: string, productId: string | string[], device: DeviceInput, seal?: ActivationSeal, outer?: Unit): Promise<Activation & { token?: string }> {
+    return this.activate(key, toProductIds(productId), cleanDevice(device, PUBLIC_DEVICE_PATHS), PUBLIC_ACTOR, undefined, seal, outer);
   }
 
-  private activate(rawKey: string, productIds: string[], device: DeviceInput, actor: Actor, accountId?: string, seal?: ActivationSeal): Promise<Activation & { token?: string }> {
+  private activate(
+    rawKey: string,
+    productIds: string[],
+    device: DeviceInput,
+    actor: Actor,
+    accountId?: string,
+    seal?: ActivationSeal,
+    outer?: Unit,
+  ): Promise<Activation & { token?: string }> {
     const key = normalizeLicenseKey(rawKey);
     return this.units.run(async (unit) => {
       const now = this.clock();
@@ -512,7 +524,7 @@ export class LicenseService {
       const activation: Activation = { license: verdict.license, device: active, status: verdict.status };
       const token = seal?.(activation);
       return token === undefined ? activation : { ...activation, token };
-    });
+    }, outer);
   }
 
   async publicValidate(rawKey: string, productId: string | string[], deviceIdentifier: string): Promise<PublicValidation> {

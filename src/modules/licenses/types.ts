@@ -29,6 +29,8 @@ export interface LicenseRecord {
   createdAt: number;
   /** Entitlement codes (core/entitlements.ts). */
   entitlements: string[];
+  /** Started as a trial from the public API: a timed license like any other (no status of its own). */
+  trial: boolean;
   /** The vendor's data: read with the full record (server views, changes), never by the public hot path. */
   metadata?: Metadata;
 }

@@ -25,6 +25,7 @@ export const toProduct = (r: ProductRow): Product => ({
   portalDeviceResetWindowDays: r.portal_device_reset_window_days,
   defaultEntitlements: decodeEntitlements(r.default_entitlements),
   floating: { enabled: bool(r.floating_enabled), leaseSeconds: r.lease_seconds },
+  trial: { enabled: bool(r.trial_enabled), days: r.trial_days, maxDevices: r.trial_max_devices },
 });
 
 /** Maps the writable fields that are present to their columns. */
@@ -46,6 +47,11 @@ function columns(f: Partial<ProductFields> & { hasImage?: boolean }) {
   if (f.floating !== undefined) {
     set.floating_enabled = flag(f.floating.enabled);
     set.lease_seconds = f.floating.leaseSeconds;
+  }
+  if (f.trial !== undefined) {
+    set.trial_enabled = flag(f.trial.enabled);
+    set.trial_days = f.trial.days;
+    set.trial_max_devices = f.trial.maxDevices;
   }
   return set;
 }
@@ -81,6 +87,11 @@ export class SqlProductRepository implements ProductRepository {
 
   async get(accountId: string, id: string, unit?: Unit): Promise<Product | undefined> {
     const row = await readerOf(this.store, unit).first(this.q.owned.bind({ id, account: accountId }));
+    return row && toProduct(row);
+  }
+
+  async findAny(id: string, unit?: Unit): Promise<Product | undefined> {
+    const row = await readerOf(this.store, unit).first(this.db.selectFrom('products').selectAll().where('id', '=', id));
     return row && toProduct(row);
   }
 

@@ -10,6 +10,12 @@ export const EntitlementsInput = Type.Array(Type.String({ pattern: ENTITLEMENT_P
   description: `Feature codes matching ${ENTITLEMENT_PATTERN}, at most ${ENTITLEMENTS_MAX}; repeats are dropped.`,
 });
 
+const TrialBody = Type.Object({
+  enabled: Type.Boolean(),
+  days: Type.Integer({ description: "A trial license's length." }),
+  maxDevices: Type.Integer({ description: "A trial license's devices." }),
+});
+
 const FloatingBody = Type.Object({
   enabled: Type.Boolean(),
   leaseSeconds: Type.Integer({ description: 'How long an activation holds its slot without a heartbeat.' }),
@@ -36,6 +42,7 @@ export const ProductBody = Type.Object(
     portalDeviceResetWindowDays: Type.Integer(),
     defaultEntitlements: Type.Array(Type.String(), { description: 'What a new license of the product gets unless given its own.' }),
     floating: FloatingBody,
+    trial: TrialBody,
   },
   { $id: 'Product' },
 );
@@ -62,6 +69,14 @@ const writable = {
     },
     { additionalProperties: false, description: 'Floating seats: activations hold leases renewed by heartbeats.' },
   ),
+  trial: Type.Object(
+    {
+      enabled: Type.Optional(Type.Boolean()),
+      days: Type.Optional(Type.Integer({ minimum: 1, maximum: 365, description: '1 to 365 (default 14).' })),
+      maxDevices: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: '1 to 100 (default 1).' })),
+    },
+    { additionalProperties: false, description: 'Trials from the public API (POST /public/trials): one per product and device.' },
+  ),
 };
 
 export const CreateProductBody = Type.Object(
@@ -79,6 +94,7 @@ export const CreateProductBody = Type.Object(
     portalDeviceResetWindowDays: Type.Optional(writable.portalDeviceResetWindowDays),
     defaultEntitlements: Type.Optional(writable.defaultEntitlements),
     floating: Type.Optional(writable.floating),
+    trial: Type.Optional(writable.trial),
   },
   { additionalProperties: false },
 );
@@ -105,4 +121,5 @@ export const productView = (p: Product) => ({
   portalDeviceResetWindowDays: p.portalDeviceResetWindowDays,
   defaultEntitlements: p.defaultEntitlements,
   floating: p.floating,
+  trial: p.trial,
 });

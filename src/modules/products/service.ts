@@ -26,6 +26,14 @@ export interface Product {
   defaultEntitlements: string[];
   /** Floating seats: each activation holds its slot as a lease of `leaseSeconds`, renewed by heartbeats. */
   floating: FloatingSettings;
+  /** Trials started from the public API: a timed license of `days` for `maxDevices`, one per device. */
+  trial: TrialSettings;
+}
+
+export interface TrialSettings {
+  enabled: boolean;
+  days: number;
+  maxDevices: number;
 }
 
 export interface FloatingSettings {
@@ -53,15 +61,18 @@ export type ProductFields = Pick<
   | 'portalDeviceResetWindowDays'
   | 'defaultEntitlements'
   | 'floating'
+  | 'trial'
 >;
 
-/** What a PATCH sends: floating settings may come one field at a time. */
-export type ProductInput = Partial<Omit<ProductFields, 'floating'>> & { floating?: Partial<FloatingSettings> };
+/** What a PATCH sends: floating and trial settings may come one field at a time. */
+export type ProductInput = Partial<Omit<ProductFields, 'floating' | 'trial'>> & { floating?: Partial<FloatingSettings>; trial?: Partial<TrialSettings> };
 
 /** Storage of products; every query is scoped to the account in SQL, writes run in a unit. */
 export interface ProductRepository {
   insert(unit: Unit, product: Product): Promise<void>;
   get(accountId: string, id: string, unit?: Unit): Promise<Product | undefined>;
+  /** A product whatever its account (the public API's trials). */
+  findAny(id: string, unit?: Unit): Promise<Product | undefined>;
   list(accountId: string): Promise<Product[]>;
   /** Locks the account's product against concurrent units until `unit` ends. */
   lock(unit: Unit, accountId: string, id: string): Promise<Product | undefined>;
@@ -88,13 +99,15 @@ const DEFAULTS: Omit<ProductFields, 'name'> = {
   portalDeviceResetWindowDays: 30,
   defaultEntitlements: [],
   floating: { enabled: false, leaseSeconds: LEASE_SECONDS_DEFAULT },
+  trial: { enabled: false, days: 14, maxDevices: 1 },
 };
 
-/** The input checked, its floating settings completed from `current`. */
-function checkFields(fields: ProductInput, current: FloatingSettings = DEFAULTS.floating): Partial<ProductFields> {
-  const { floating, ...rest } = fields;
+/** The input checked, its floating and trial settings completed from `current`. */
+function checkFields(fields: ProductInput, current: Pick<ProductFields, 'floating' | 'trial'> = DEFAULTS): Partial<ProductFields> {
+  const { floating, trial, ...rest } = fields;
   const out: Partial<ProductFields> = { ...rest };
-  if (floating !== undefined) out.floating = { ...current, ...floating };
+  if (floating !== undefined) out.floating = { ...current.floating, ...floating };
+  if (trial !== undefined) out.trial = { ...current.trial, ...trial };
   if (out.defaultEntitlements !== undefined) out.defaultEntitlements = checkEntitlements(out.defaultEntitlements, 'defaultEntitlements');
   if (out.name !== undefined) {
     out.name = out.name.trim();
@@ -134,6 +147,11 @@ export class ProductService {
     });
   }
 
+  /** Any account's product, for the public API (trials): callers must reveal nothing of it but what the public may see. */
+  findPublic(id: string, unit?: Unit): Promise<Product | undefined> {
+    return this.repo.findAny(id, unit);
+  }
+
   async get(principal: Principal, id: string, unit?: Unit): Promise<Product> {
     const product = await this.repo.get(principal.accountId, id, unit);
     if (!product) throw notFound('Product');
@@ -149,7 +167,7 @@ export class ProductService {
     return this.units.run(async (unit) => {
       const product = await this.repo.lock(unit, principal.accountId, id);
       if (!product) throw notFound('Product');
-      const checked = checkFields(fields, product.floating);
+      const checked = checkFields(fields, product);
       await this.repo.update(unit, principal.accountId, id, checked);
       return { ...product, ...checked };
     });

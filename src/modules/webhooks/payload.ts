@@ -26,6 +26,7 @@ const fromSnapshot = (l: LicenseSnapshot, activeDevices: Device[]): License => (
   maxDevices: l.maxDevices,
   createdAt: l.createdAt,
   entitlements: l.entitlements,
+  trial: l.trial,
   metadata: l.metadata,
   activeDevices,
 });

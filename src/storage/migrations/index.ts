@@ -16,6 +16,7 @@ import * as m014LicenseChangeFeed from './014_license_change_feed.ts';
 import * as m015AccountId from './015_account_id.ts';
 import * as m016OutboxFairness from './016_outbox_fairness.ts';
 import * as m018LicensingModel from './018_licensing_model.ts';
+import * as m022Trials from './022_trials.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -40,6 +41,7 @@ export const migrations: Record<string, Migration> = {
   '015_account_id': m015AccountId,
   '016_outbox_fairness': m016OutboxFairness,
   '018_licensing_model': m018LicensingModel,
+  '022_trials': m022Trials,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -57,6 +57,7 @@ const NEW_PRODUCT = productValues({
   actionButtonUrl: null,
   defaultEntitlements: [],
   floating: { enabled: false, leaseSeconds: 900 },
+  trial: { enabled: false, days: 14, maxDevices: 1 },
 });
 
 function productForm(csrf: string, form: FormState, action: string, submit: string): SafeHtml {

@@ -484,6 +484,18 @@ export class SqlLicenseRepository implements LicenseRepository {
     await executorOf(unit).run(this.db.updateTable('licenses').set(set).where('key', '=', key));
   }
 
+  async rekey(unit: Unit, oldKey: string, newKey: string): Promise<void> {
+    const tx = executorOf(unit);
+    const row = await tx.first(this.db.selectFrom('licenses').selectAll().where('key', '=', oldKey));
+    if (!row) return;
+    // A new row first (the key is the primary key others refer to), then everything that names it, then the old row.
+    await tx.run(this.db.insertInto('licenses').values({ ...row, key: newKey, revoked: flag(bool(row.revoked)), trial: flag(bool(row.trial)) }));
+    for (const table of ['devices', 'portal_device_resets', 'purchase_licenses', 'audit_events', 'trials'] as const) {
+      await tx.run(this.db.updateTable(table).set({ license_key: newKey }).where('license_key', '=', oldKey));
+    }
+    await tx.run(this.db.deleteFrom('licenses').where('key', '=', oldKey));
+  }
+
   async delete(unit: Unit, key: string): Promise<Device[]> {
     const tx = executorOf(unit);
     // The devices first, for the activations their rows hold; portal reset records go with the license (ON DELETE CASCADE).

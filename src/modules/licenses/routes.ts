@@ -11,6 +11,7 @@ import {
   ListLicensesQuery,
   ServerActivateBody,
   ServerValidateBody,
+  RotateKeyBody,
   ServerValidationBody,
   UpdateLicenseBody,
   serverDeviceView,
@@ -47,6 +48,24 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
       await licenses.delete(req.principal, req.headers['license-key']);
       return reply.send();
     },
+  );
+
+  app.post(
+    '/licenses/rotate-key',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'rotate-license-key',
+        summary: 'Give a license a new key',
+        description:
+          'For a leaked key: the license keeps its devices, purchases, subscription and audit log under a new key; the old key is then unknown everywhere. notify: true e-mails the customer the new key (400 when the license has no e-mail address).',
+        headers: LicenseKeyHeader,
+        body: Type.Optional(RotateKeyBody),
+        response: licenseReply,
+      },
+    },
+    async (req) => licenseView(await licenses.rotateKey(req.principal, req.headers['license-key'], { notify: req.body?.notify })),
   );
 
   app.post(

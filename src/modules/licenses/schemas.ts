@@ -101,6 +101,11 @@ export const UpdateLicenseBody = Type.Object(
   { additionalProperties: false },
 );
 
+export const RotateKeyBody = Type.Object(
+  { notify: Type.Optional(Type.Boolean({ description: 'E-mail the customer the new key.' })) },
+  { additionalProperties: false },
+);
+
 export const ServerActivateBody = Type.Object({
   productId: Type.String({ minLength: 1, maxLength: 64 }),
   device: Type.Object({ identifier: DeviceIdentifier, name: DeviceName }),

@@ -427,6 +427,25 @@ export class LicenseService {
     });
   }
 
+  /**
+   * A new key for a leaked one (decisions.md, "Key rotation"): devices, purchases, trial and audit
+   * stay with the license; the old key is unknown from then on. `notify` queues the purchase e-mail
+   * (which carries the key) to the license's address, in the same unit (400 when it has none).
+   */
+  async rotateKey(principal: Principal, rawKey: string, options: { notify?: boolean } = {}): Promise<License> {
+    const key = normalizeLicenseKey(rawKey);
+    return this.units.run(async (unit) => {
+      const locked = await this.repo.lock(unit, key, principal.accountId);
+      if (!locked) throw notFound('License');
+      const rotated = { ...locked.license, key: generateLicenseKey() };
+      await this.repo.rekey(unit, key, rotated.key);
+      if (options.notify) await this.purchaseMail.queue(principal, rotated, unit);
+      const changes = { key: { from: key, to: rotated.key } };
+      await unit.emit({ type: 'license.updated', actor: principal.actor, occurredAt: this.clock(), license: snapshot(rotated), changes });
+      return (await this.repo.read(unit, rotated.key))!;
+    });
+  }
+
   async delete(principal: Principal, key: string, outer?: Unit): Promise<void> {
     await this.owned(principal, key, outer, (unit, { license }) => this.remove(unit, principal.actor, license));
   }

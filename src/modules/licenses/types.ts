@@ -151,6 +151,11 @@ export interface LicenseRepository {
    */
   someDevices(unit: Unit, key: string, limit: number): Promise<{ devices: Device[]; count: number }>;
   update(unit: Unit, key: string, fields: LicenseFields): Promise<void>;
+  /**
+   * Gives the (locked) license `newKey`: its row, devices, purchases, portal resets, trial and audit
+   * entries move to it, and the old key is then unknown everywhere.
+   */
+  rekey(unit: Unit, oldKey: string, newKey: string): Promise<void>;
   /** Deletes the license with its devices; returns the devices it had, with their activations. */
   delete(unit: Unit, key: string): Promise<Device[]>;
   /** Inserts the device; its row holds `device.activation` when given. */

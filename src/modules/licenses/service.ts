@@ -567,7 +567,8 @@ export class LicenseService {
    */
   async heartbeat(rawKey: string, productId: string | string[], deviceIdentifier: string): Promise<PublicValidation> {
     const result = await this.publicValidate(rawKey, productId, deviceIdentifier);
-    if (!result.isValid || result.leaseSeconds === null) return result;
+    // Node-locked, or a device activated before its product turned floating (it holds no lease).
+    if (!result.isValid || result.leaseSeconds === null || result.device.leaseExpiresAt == null) return result;
     const now = this.clock();
     const end = now + result.leaseSeconds * 1000;
     const renewed = await this.units.run((unit) => this.repo.renewLease(unit, result.license.key, result.device.identifier, now, end));

@@ -13,7 +13,8 @@ import { type Kysely, SqliteAdapter, sql } from 'kysely';
  * device (coalesced in memory) except by heartbeats, which move the lease too.
  *
  * PostgreSQL: the devices trigger of migration 014 notified every update; a write of `last_seen_at`
- * alone changes nothing a validation reads, so updates notify only when another column changes.
+ * alone changes nothing a validation reads, so updates notify only when another column changes. A
+ * product's floating settings are read by validations: changing them notifies `*` (every row drops).
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('products').addColumn('default_entitlements', 'text', (c) => c.notNull().defaultTo('')).execute();
@@ -31,10 +32,15 @@ export async function up(db: Kysely<any>): Promise<void> {
     when ((old.license_key, old.identifier, old.name, old.activation_date, old.lease_expires_at) is distinct from
           (new.license_key, new.identifier, new.name, new.activation_date, new.lease_expires_at))
     execute function tessera_license_changed()`.execute(db);
+  // Validation rows carry the product's floating settings too: a change drops every cached row, as fallback's does.
+  await sql`create trigger tessera_products_floating_changed after update of floating_enabled, lease_seconds on products for each row
+    when ((old.floating_enabled, old.lease_seconds) is distinct from (new.floating_enabled, new.lease_seconds))
+    execute function tessera_license_changed()`.execute(db);
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
   if (!(db.getExecutor().adapter instanceof SqliteAdapter)) {
+    await sql`drop trigger tessera_products_floating_changed on products`.execute(db);
     await sql`drop trigger tessera_devices_updated on devices`.execute(db);
     await sql`drop trigger tessera_devices_changed on devices`.execute(db);
     await sql`create trigger tessera_devices_changed after insert or update or delete on devices for each row execute function tessera_license_changed()`.execute(db);

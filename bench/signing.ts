@@ -53,7 +53,7 @@ export async function measureSigning(ms = 2000): Promise<SigningRates> {
   const now = Date.now();
   const subject: TokenSubject = {
     status: 'active',
-    license: { key: 'K7QPM-2XHDA-9RTWC-B4NZE-6FJUV', accountId: 'u', productId: 'p_0123456789abcdefghij', type: 'perpetual', expiresAt: null, revoked: false, email: 'buyer@example.com', maxDevices: 3, createdAt: now },
+    license: { key: 'K7QPM-2XHDA-9RTWC-B4NZE-6FJUV', accountId: 'u', productId: 'p_0123456789abcdefghij', type: 'perpetual', expiresAt: null, revoked: false, email: 'buyer@example.com', maxDevices: 3, createdAt: now, entitlements: ['pro', 'export.pdf'], trial: false },
     device: { identifier: 'bench-device-1', name: 'Bench', activationDate: now },
   };
   const signer = new TokenSigner(pem, 'kid', 604_800);

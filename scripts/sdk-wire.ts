@@ -18,6 +18,8 @@ type Schema = {
   type?: string | string[];
   enum?: unknown[];
   properties?: Record<string, Schema>;
+  /** A map with free keys (TypeBox's Record, as the OpenAPI document shows it). */
+  additionalProperties?: Schema | boolean;
   required?: string[];
   items?: Schema;
   anyOf?: Schema[];
@@ -36,6 +38,7 @@ function emit(schema: Schema, indent = ''): string {
   const nullable = types.includes('null');
   let base: string;
   if (schema.enum) base = schema.enum.filter((v) => v !== null).map((v) => JSON.stringify(v)).join(' | ');
+  else if (typeof schema.additionalProperties === 'object') base = `Record<string, ${emit(schema.additionalProperties, indent)}>`;
   else if (types.includes('object') || schema.properties) {
     const required = new Set(schema.required ?? []);
     const fields = Object.entries(schema.properties ?? {}).map(([name, prop]) => {

@@ -22,6 +22,7 @@ import { notFoundPage as portalNotFoundPage } from './modules/portal/pages.ts';
 import { registerActivityFlush } from './modules/activity/plugin.ts';
 import { dashboardNotFoundPage, dashboardRoutes, type SignedInRoute } from './modules/dashboard/routes.ts';
 import { notFoundPages } from './http/web/not-found.ts';
+import { registerSightingsFlush } from './modules/licenses/sightings-plugin.ts';
 import { productImageRoutes } from './modules/product-images/routes.ts';
 import { licenseTokenRoutes } from './modules/license-tokens/routes.ts';
 import { LicenseBody } from './modules/licenses/schemas.ts';
@@ -148,6 +149,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
     },
   });
   registerActivityFlush(app, services.activity);
+  registerSightingsFlush(app, services.licenses.sightings);
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(
@@ -158,6 +160,8 @@ export async function buildApp({ config, services, logger = true, logStream, mai
         images: services.productImages,
         activity: services.activity,
         perClientPerMinute: limits.enabled && limits.publicPerMinute,
+        trials: services.trials,
+        trialsPerClientPerHour: limits.enabled && limits.trialsPerClientPerHour,
       });
       await api.register(paymentWebhookRoutes, { payments: services.payments, perConnectionPerMinute: limits.enabled && limits.serverPerMinute });
       await api.register(async (server) => {

@@ -7,6 +7,8 @@ export interface RateLimitConfig {
   enabled: boolean;
   /** Requests per minute per client address on each public endpoint. */
   publicPerMinute: number;
+  /** Trials started per hour per client address (POST /public/trials). */
+  trialsPerClientPerHour: number;
   /** Requests per minute per account on the server API. */
   serverPerMinute: number;
   /** Portal access-link requests per hour per e-mail address and client address (counted in the database). */
@@ -233,6 +235,7 @@ export function loadConfig(env: Env = process.env): Config {
       enabled: !rateLimitOff,
       publicPerMinute: int(env, 'RATE_LIMIT_PUBLIC_PER_MINUTE', 600),
       serverPerMinute: int(env, 'RATE_LIMIT_SERVER_PER_MINUTE', 6000),
+      trialsPerClientPerHour: int(env, 'RATE_LIMIT_TRIALS_PER_CLIENT_PER_HOUR', 10),
       portalLinksPerAddressPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_PER_ADDRESS_PER_HOUR', 5),
       portalLinksAllClientsPerAddressPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_ALL_CLIENTS_PER_ADDRESS_PER_HOUR', 50),
       portalLinksPerClientPerHour: int(env, 'RATE_LIMIT_PORTAL_LINKS_PER_CLIENT_PER_HOUR', 20),

@@ -48,6 +48,8 @@ import { WebhookSender } from './modules/webhooks/sender.ts';
 import { WEBHOOK_JOB, WebhookService } from './modules/webhooks/service.ts';
 import type { Store } from './storage/index.ts';
 import { StoreUnits } from './storage/unit-of-work.ts';
+import { SqlTrialRepository } from './modules/trials/repository.ts';
+import { TrialService } from './modules/trials/service.ts';
 
 export interface ServiceOptions {
   /** Links in e-mails point here (config.baseUrl; this default is BASE_URL's own default). */
@@ -119,6 +121,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
     },
   ];
   const licenseTokens = new LicenseTokenService(new SqlLicenseTokenRepository(store), units, products, licenses, new SecretBox(secretKey, 'license-token-keys'), { clock });
+  const trials = new TrialService(new SqlTrialRepository(store), units, products, licenses, clock);
   const productImages = new ProductImageService(new SqlProductImageRepository(store), units, products, accounts, clock);
   const portal = new PortalService(new SqlPortalRepository(store), units, mail, licenses, baseUrl, clock);
   const lifecycleMail = new LifecycleMailer(mail, products, accounts, baseUrl);
@@ -145,7 +148,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const dashboard = new DashboardAuthService(dashboardRepository, units, accounts, members, twoFactor, mail, baseUrl, clock);
   const activity = new ActivityService(new SqlActivityRepository(store), units, clock);
   const overview = new OverviewService(new SqlOverviewRepository(store), activity, audit, clock);
-  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, purchaseMail, productImages, portal, payments, subscriptions, offers, lifecycleMail, idempotency, dashboard, overview, members, twoFactor, activity };
+  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, trials, purchaseMail, productImages, portal, payments, subscriptions, offers, lifecycleMail, idempotency, dashboard, overview, members, twoFactor, activity };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -29,7 +29,8 @@ export type ErrorCode =
   | 'payments_not_connected'
   | 'price_already_mapped'
   | 'purchase_not_unmapped'
-  | 'provider_unavailable';
+  | 'provider_unavailable'
+  | 'trial_already_used';
 
 const STATUS: Record<ErrorCode, number> = {
   invalid_request: 400,
@@ -50,6 +51,7 @@ const STATUS: Record<ErrorCode, number> = {
   request_timeout: 408,
   price_already_mapped: 409,
   purchase_not_unmapped: 409,
+  trial_already_used: 409,
   idempotency_key_in_use: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
@@ -75,6 +77,8 @@ export class AppError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly issues?: Issue[],
+    /** Machine-readable facts the body carries beside the message (`trial_already_used`: the trial license's status). */
+    readonly details?: Record<string, string | null>,
   ) {
     super(message);
     this.name = 'AppError';

@@ -11,6 +11,10 @@ export interface LicenseSnapshot {
   email: string | null;
   maxDevices: number;
   createdAt: number;
+  entitlements: string[];
+  trial: boolean;
+  /** The vendor's data (server views and webhooks only). */
+  metadata: Record<string, string>;
 }
 
 /**
@@ -29,6 +33,8 @@ export interface DeviceSnapshot {
   identifier: string;
   name: string;
   activationDate: number;
+  /** A floating product's lease end, when the device holds one. */
+  leaseExpiresAt?: number | null;
   /** Set when the device's row holds its activation's audit entry (see DeviceActivation). */
   activation?: DeviceActivation;
 }
@@ -75,6 +81,8 @@ export type LicenseEvent =
   /** An active device re-activated under another name (its slot and activation date kept). */
   | (LicenseBase & { type: 'device.updated'; device: DeviceSnapshot; changes: { name: { from: string; to: string } } })
   | (LicenseBase & { type: 'device.removed'; device: DeviceSnapshot })
+  /** A floating license's device whose lease lapsed, removed to free its slot (actor `lease`). */
+  | (LicenseBase & { type: 'device.released'; device: DeviceSnapshot })
   | (LicenseBase & { type: 'devices.reset'; devices: DeviceSnapshot[] });
 
 /** A provider subscription as events and license views carry it (times epoch ms). */
@@ -116,6 +124,7 @@ export const DOMAIN_EVENT_TYPES: readonly DomainEventType[] = [
   'device.activated',
   'device.updated',
   'device.removed',
+  'device.released',
   'devices.reset',
   'purchase.completed',
   'purchase.refunded',

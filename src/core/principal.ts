@@ -16,7 +16,9 @@ export type Actor =
   | { type: 'cli' }
   | { type: 'public' }
   | { type: 'portal'; email: string }
-  | { type: 'provider'; provider: string };
+  | { type: 'provider'; provider: string }
+  /** A floating license's lease that lapsed without a heartbeat: the service released its device. */
+  | { type: 'lease' };
 
 /** An actor acting for one account (server API, dashboard, CLI, a payment provider's event). */
 export interface Principal {
@@ -27,6 +29,9 @@ export interface Principal {
 
 /** The public API: anyone holding a license key. */
 export const PUBLIC_ACTOR: Actor = Object.freeze({ type: 'public' });
+
+/** Who releases a device whose lease lapsed. */
+export const LEASE_ACTOR: Actor = Object.freeze({ type: 'lease' });
 
 export const apiKeyPrincipal = (accountId: string, apiKeyId: string, scope: Scope): Principal => ({
   accountId,

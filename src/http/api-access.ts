@@ -32,6 +32,7 @@ export const API_ACCESS: Readonly<Record<string, Area>> = {
   'GET /api/v1/licenses/events': 'licenses',
   'GET /api/v1/events': 'licenses',
   'DELETE /api/v1/licenses/subscription': 'licenses',
+  'POST /api/v1/licenses/rotate-key': 'licenses',
 
   'GET /api/v1/products/:productId/license-token': 'tokens',
   'PUT /api/v1/products/:productId/license-token': 'tokens',

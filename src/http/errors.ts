@@ -51,6 +51,7 @@ export function toAppError(error: FastifyError & { validation?: AjvIssue[]; vali
 export function errorBody(appError: AppError): { error: { code: string; message: string; issues?: Issue[] } } {
   const body: { code: string; message: string; issues?: Issue[] } = { code: appError.code, message: appError.message };
   if (appError.issues) body.issues = appError.issues;
+  if (appError.details) Object.assign(body, appError.details);
   return { error: body };
 }
 

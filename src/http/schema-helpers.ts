@@ -27,6 +27,7 @@ export const ErrorBody = Type.Object(
       code: Type.String({ description: 'A stable error code (docs/api.md lists them); treat an unknown one by its HTTP status.' }),
       message: Type.String(),
       issues: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
+      status: Type.Optional(Nullable(Type.String({ description: "trial_already_used: the status of the device's trial license (null once deleted)." }))),
     }),
   },
   { description: 'Every error: a stable code and a human-readable message.' },

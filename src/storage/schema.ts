@@ -48,6 +48,15 @@ export interface ProductsTable {
   /** Portal device resets allowed per license within the window (migration 003). */
   portal_device_reset_limit: ColumnType<number, number | undefined, number>;
   portal_device_reset_window_days: ColumnType<number, number | undefined, number>;
+  /** Entitlement codes new licenses get, joined by a space (migration 018). */
+  default_entitlements: ColumnType<string, string | undefined, string>;
+  /** Floating product: activations hold leases of `lease_seconds` (migration 018). */
+  floating_enabled: ColumnType<boolean | number, number | undefined, number>;
+  lease_seconds: ColumnType<number, number | undefined, number>;
+  /** Trials from the public API (migration 022). */
+  trial_enabled: ColumnType<boolean | number, number | undefined, number>;
+  trial_days: ColumnType<number, number | undefined, number>;
+  trial_max_devices: ColumnType<number, number | undefined, number>;
 }
 
 export interface LicensesTable {
@@ -62,6 +71,20 @@ export interface LicensesTable {
   email_normalized: string | null;
   max_devices: number;
   created_at: number;
+  /** Entitlement codes joined by a space (migration 018). */
+  entitlements: ColumnType<string, string | undefined, string>;
+  /** The vendor's key/value strings, a JSON object (migration 018): server views only. */
+  metadata: ColumnType<string, string | undefined, string>;
+  /** Started as a trial from the public API (migration 022). */
+  trial: ColumnType<boolean | number, number | undefined, number>;
+}
+
+/** One trial per product and device identifier, ever (migration 022). */
+export interface TrialsTable {
+  product_id: string;
+  device_identifier: string;
+  license_key: string;
+  created_at: number;
 }
 
 export interface DevicesTable {
@@ -75,6 +98,10 @@ export interface DevicesTable {
   activated_by: string | null;
   /** The name the device had when activated, once it has been renamed (null: its name). */
   activated_name: string | null;
+  /** A floating product's lease end; null on a node-locked product (migration 018). */
+  lease_expires_at: ColumnType<number | null, number | null | undefined, number | null>;
+  /** Last activation, validation, token or heartbeat, written at most once a minute except by heartbeats (migration 018). */
+  last_seen_at: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 /** Per-product license-token settings and key pair; `version` goes up on every change (caches compare it). */
@@ -169,6 +196,8 @@ export interface PriceMappingsTable {
   billing: Generated<'one_time' | 'subscription'>;
   /** Subscription mappings: days a license keeps working after an unpaid period end. */
   grace_days: number | null;
+  /** The entitlements licenses of this price get, joined by a space; null: the product's defaults (migration 018). */
+  entitlements: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface PurchasesTable {
@@ -456,6 +485,7 @@ export interface Database {
   dashboard_password_resets: DashboardPasswordResetsTable;
   dashboard_email_changes: DashboardEmailChangesTable;
   activity_daily: ActivityDailyTable;
+  trials: TrialsTable;
 }
 
 export const bool = (value: boolean | number): boolean => value === true || value === 1;

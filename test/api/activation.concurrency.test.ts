@@ -40,6 +40,19 @@ forEachStore('concurrent activations', (kind) => {
     for (const l of licenses) expect(await devicesOf(l.key)).toHaveLength(3);
   });
 
+  it('gives exactly 3 of 50 concurrent activations on a floating license with 3 seats', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t, { floating: { enabled: true, leaseSeconds: 600 } });
+    const l = await createLicense(ctx, t, p.id, { maxDevices: 3 });
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => activate(l.key, p.id, `container-${i}`)));
+    const ok = results.filter((r) => r.status === 200);
+    expect(ok).toHaveLength(3);
+    expect(results.filter((r) => r.body?.error?.code === 'max_devices_reached')).toHaveLength(47);
+    const stored = await devicesOf(l.key);
+    expect(stored).toHaveLength(3);
+    expect(stored.every((d) => d.lease_expires_at !== null)).toBe(true);
+  });
+
   it('a failing unit in a group commit does not undo the others', async () => {
     const t = await createTenant(ctx);
     const p = await createProduct(ctx, t);

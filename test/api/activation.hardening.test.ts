@@ -72,7 +72,7 @@ forEachStore('activation hardening', (kind) => {
       const server = await call(ctx, { method: 'POST', url: '/api/v1/licenses/activate', headers: { ...t.auth, 'license-key': l.key }, json: { productId: p.id, device: { identifier: 'seed-0', name: 'renamed' } } });
       expect(server.status).toBe(200);
       expect(server.body.activeDevices).toHaveLength(DEVICES + 1);
-      expect(server.body.activeDevices[0]).toEqual({ identifier: 'seed-0', name: 'renamed', activationDate: new Date(1_700_000_000_000).toISOString() });
+      expect(server.body.activeDevices[0]).toMatchObject({ identifier: 'seed-0', name: 'renamed', activationDate: new Date(1_700_000_000_000).toISOString(), leaseExpiresAt: null });
     }, 60_000);
   });
 

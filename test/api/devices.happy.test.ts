@@ -22,7 +22,7 @@ forEachStore('activation, validation and devices', (kind) => {
     const { p, headers } = await setup();
     const res = await serverActivate(headers, p.id, 'mac-00:11', 'Office PC');
     expect(res.status).toBe(200);
-    expect(res.body.activeDevices).toEqual([{ identifier: 'mac-00:11', name: 'Office PC', activationDate: expect.stringMatching(/Z$/) }]);
+    expect(res.body.activeDevices).toEqual([{ identifier: 'mac-00:11', name: 'Office PC', activationDate: expect.stringMatching(/Z$/), lastSeenAt: expect.stringMatching(/Z$/), leaseExpiresAt: null }]);
   });
 
   it('re-activating an active device takes no new slot, keeps its date and updates its name', async () => {
@@ -30,7 +30,7 @@ forEachStore('activation, validation and devices', (kind) => {
     const first = await serverActivate(headers, p.id, 'd1', 'Old name');
     const again = await serverActivate(headers, p.id, 'd1', 'New name');
     expect(again.status).toBe(200);
-    expect(again.body.activeDevices).toEqual([{ identifier: 'd1', name: 'New name', activationDate: first.body.activeDevices[0].activationDate }]);
+    expect(again.body.activeDevices).toEqual([{ identifier: 'd1', name: 'New name', activationDate: first.body.activeDevices[0].activationDate, lastSeenAt: first.body.activeDevices[0].lastSeenAt, leaseExpiresAt: null }]);
   });
 
   it('public activation returns the public result without private fields', async () => {
@@ -41,7 +41,7 @@ forEachStore('activation, validation and devices', (kind) => {
       isValid: true,
       status: 'active',
       device: { identifier: 'dev-1', name: 'Laptop', activationDate: expect.any(String) },
-      license: { key: l.key, productId: p.id, type: 'perpetual', revoked: false, maxDevices: 3, expiresAt: null, createdAt: l.createdAt },
+      license: { key: l.key, productId: p.id, type: 'perpetual', revoked: false, maxDevices: 3, expiresAt: null, createdAt: l.createdAt, entitlements: [], trial: false },
     });
     expect(res.body).not.toHaveProperty('token'); // tokens are off for this product
   });

@@ -75,6 +75,7 @@ forEachStore('license tokens', (kind) => {
         createdAt: Math.floor(Date.parse(l.createdAt) / 1000),
         maxDevices: 2,
         email: 'buyer@example.com',
+        entitlements: [],
       },
       device: { identifier: 'mac-1', name: 'Laptop', activationDate: activated },
       iat: expect.any(Number),

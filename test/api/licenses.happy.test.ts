@@ -23,9 +23,13 @@ forEachStore('licenses API', (kind) => {
       maxDevices: 2,
       activeDevices: [],
       createdAt: expect.stringMatching(ISO_MS),
+      entitlements: [],
+      metadata: {},
+      trial: false,
       subscription: null,
     });
-    expect(Object.keys(res.body)).toEqual(['key', 'userId', 'productId', 'type', 'expiresAt', 'revoked', 'email', 'maxDevices', 'activeDevices', 'createdAt', 'subscription']);
+    // The field SDKs' fields first, in their order; wave 3's are added after them.
+    expect(Object.keys(res.body)).toEqual(['key', 'userId', 'productId', 'type', 'expiresAt', 'revoked', 'email', 'maxDevices', 'activeDevices', 'createdAt', 'entitlements', 'metadata', 'trial', 'subscription']);
   });
 
   it('creates a timed license from a date or a date-time with an offset', async () => {

@@ -91,6 +91,7 @@ forEachStore('payments (happy)', (kind) => {
         fixedExpiresAt: null,
         billing: 'one_time',
         graceDays: null,
+        entitlements: null,
         createdAt: expect.stringMatching(/Z$/),
       });
       expect(await mapPrice(p, t, product.id, { priceId: b, licenseType: 'timed', offsetDays: 365 })).toMatchObject({ offsetDays: 365, fixedExpiresAt: null });
@@ -127,6 +128,16 @@ forEachStore('payments (happy)', (kind) => {
       await mapPrice(p, t, product.id, { priceId: price, ...mapping });
       return { t, c, product, price };
     }
+
+    it("a mapping's entitlements go to its licenses; without them, the product's defaults do", async () => {
+      const { t, c, product, price } = await setup({ maxDevices: 1, licenseType: 'perpetual', entitlements: ['pro', 'sso'] }, { defaultEntitlements: ['basic'] });
+      const plain = double.price(c.key);
+      await mapPrice(p, t, product.id, { priceId: plain, maxDevices: 1, licenseType: 'perpetual' });
+      const session = double.session(c.key, [{ priceId: price, quantity: 1 }, { priceId: plain, quantity: 1 }]);
+      await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email: buyer(), amountTotal: 4900 }));
+      const sets = (await licensesOf(p.ctx.store, t.accountId)).map((l) => (l as { entitlements: string }).entitlements).sort();
+      expect(sets).toEqual(['basic', 'pro sso']);
+    });
 
     it('a paid checkout creates one perpetual license per mapped line item and queues its e-mail; purchases show it', async () => {
       const { t, c, product, price } = await setup({ maxDevices: 2, licenseType: 'perpetual' });

@@ -25,6 +25,9 @@ forEachStore('products API', (kind) => {
       actionButtonUrl: null,
       portalDeviceResetLimit: 3,
       portalDeviceResetWindowDays: 30,
+      defaultEntitlements: [],
+      floating: { enabled: false, leaseSeconds: 900 },
+      trial: { enabled: false, days: 14, maxDevices: 1 },
     });
   });
 

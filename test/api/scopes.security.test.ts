@@ -31,6 +31,7 @@ const LICENSES_SCOPE = new Set([
   'GET /api/v1/products/:productId/licenses',
   'GET /api/v1/licenses/events',
   'DELETE /api/v1/licenses/subscription',
+  'POST /api/v1/licenses/rotate-key',
   'GET /api/v1/events',
 ]);
 

@@ -81,6 +81,40 @@ forEachStore('validation cache', (kind) => {
     }
   });
 
+  it('writing lastSeenAt drops no cached row (migration 018), a heartbeat renewing a lease does', async () => {
+    await live(ctx.store);
+    const { p, l } = await activeLicense();
+    const cache = cacheOf(ctx.services);
+    await validate(ctx.app, l.key, p.id);
+    await ctx.services.licenses.sightings.flush();
+    const before = cache.stats();
+    expect((await validate(ctx.app, l.key, p.id)).body.isValid).toBe(true);
+    expect(cache.stats().hits - before.hits).toBe(1);
+
+    const t = await createTenant(ctx);
+    const floating = await createProduct(ctx, t, { floating: { enabled: true } });
+    const fl = await createLicense(ctx, t, floating.id);
+    await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/activate', json: { licenseKey: fl.key, deviceIdentifier: 'd1', deviceName: 'VM', productId: floating.id } });
+    const first = await validate(ctx.app, fl.key, floating.id);
+    const beat = await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/heartbeat', json: { licenseKey: fl.key, deviceIdentifier: 'd1', productId: floating.id } });
+    expect(beat.body.device.leaseExpiresAt >= first.body.device.leaseExpiresAt).toBe(true);
+    expect((await validate(ctx.app, fl.key, floating.id)).body.device.leaseExpiresAt).toBe(beat.body.device.leaseExpiresAt);
+  });
+
+  it("a change of the product's lease length reaches the cache: the next heartbeat uses it", async () => {
+    await live(ctx.store);
+    const { t, p, l } = await activeLicense();
+    await call(ctx, { method: 'PATCH', url: `/api/v1/products/${p.id}`, headers: t.auth, json: { floating: { enabled: true, leaseSeconds: 600 } } });
+    await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/activate', json: { licenseKey: l.key, deviceIdentifier: 'vm', deviceName: 'VM', productId: p.id } });
+    await validate(ctx.app, l.key, p.id, 'vm'); // cached with a 600 s lease length
+    await call(ctx, { method: 'PATCH', url: `/api/v1/products/${p.id}`, headers: t.auth, json: { floating: { leaseSeconds: 3600 } } });
+    const before = Date.now();
+    const beat = await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/heartbeat', json: { licenseKey: l.key, deviceIdentifier: 'vm', productId: p.id } });
+    expect(Date.parse(beat.body.device.leaseExpiresAt) - before).toBeGreaterThan(3000_000);
+    // A device activated before the product turned floating holds no lease: its heartbeat is a validation.
+    expect((await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/heartbeat', json: { licenseKey: l.key, deviceIdentifier: 'd1', productId: p.id } })).body.isValid).toBe(true);
+  });
+
   it('a revocation answered by this process is seen by its next validation', async () => {
     const { p, l, headers } = await activeLicense();
     expect((await validate(ctx.app, l.key, p.id)).body.isValid).toBe(true);

@@ -111,7 +111,7 @@ forEachStore('webhooks API (happy)', (kind) => {
     }
     const byType = (type: string) => mine().filter((r) => r.json.type === type).map((r) => r.json.data);
     expect(byType('license.created')[0]).toEqual({
-      license: { key: license.key, userId: tenant.accountId, productId: product.id, type: 'perpetual', expiresAt: null, revoked: false, email: 'buyer@example.com', maxDevices: 3, activeDevices: [], createdAt: license.createdAt, activeDeviceCount: 0 },
+      license: { key: license.key, userId: tenant.accountId, productId: product.id, type: 'perpetual', expiresAt: null, revoked: false, email: 'buyer@example.com', maxDevices: 3, activeDevices: [], createdAt: license.createdAt, entitlements: [], metadata: {}, trial: false, activeDeviceCount: 0 },
     });
     expect(byType('license.updated')[0]).toMatchObject({ license: { maxDevices: 5 }, changes: { maxDevices: { from: 3, to: 5 } } });
     const second = byType('device.activated').find((d) => d.device.identifier === 'd2');

@@ -13,6 +13,8 @@ const license = (fields: Partial<LicenseRecord> = {}): LicenseRecord => ({
   email: null,
   maxDevices: 2,
   createdAt: 0,
+  entitlements: [],
+  trial: false,
   ...fields,
 });
 const subject = (fields: Partial<LicenseRecord> = {}, rest: Partial<Subject> = {}): Subject => ({
@@ -62,5 +64,23 @@ describe('the one ordered list of license checks', () => {
 
   it('refuses to decide a slot without the device count (no placeholder counts)', () => {
     expect(() => evaluate({ license: license(), fallbackEnabled: false }, { needsSlot: true, now: NOW })).toThrow(/active device count/);
+  });
+
+  describe('leases (floating products)', () => {
+    it('a lapsed lease is a device not activated: validation fails, whatever else holds', () => {
+      expect(evaluate(subject({}, { deviceActive: true, leaseExpiresAt: NOW }), { requireActiveDevice: true, now: NOW })).toMatchObject({ ok: false, failure: 'device_not_activated', status: 'active' });
+      expect(evaluate(subject({}, { deviceActive: true, leaseExpiresAt: NOW + 1 }), { requireActiveDevice: true, now: NOW })).toMatchObject({ ok: true });
+      expect(evaluate(subject({}, { deviceActive: true, leaseExpiresAt: null }), { requireActiveDevice: true, now: NOW })).toMatchObject({ ok: true });
+    });
+
+    it('a device with a lapsed lease needs a free slot to activate again; a live one keeps its own', () => {
+      const full = { deviceActive: true, activeDeviceCount: 2 };
+      expect(evaluate(subject({}, { ...full, leaseExpiresAt: NOW - 1 }), { needsSlot: true, now: NOW })).toMatchObject({ ok: false, failure: 'max_devices_reached' });
+      expect(evaluate(subject({}, { ...full, leaseExpiresAt: NOW + 1 }), { needsSlot: true, now: NOW })).toMatchObject({ ok: true });
+    });
+
+    it('the license checks still come first: a revoked license with a lapsed lease is revoked', () => {
+      expect(evaluate(subject({ revoked: true }, { deviceActive: true, leaseExpiresAt: NOW - 1 }), { requireActiveDevice: true, now: NOW })).toMatchObject({ failure: 'revoked' });
+    });
   });
 });

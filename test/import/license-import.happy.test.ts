@@ -34,8 +34,11 @@ forEachStore('license import', (kind) => {
       revoked: false,
       email: 'Buyer@Example.com',
       maxDevices: 2,
-      activeDevices: [{ identifier: 'mac-01', name: 'Studio Mac', activationDate: '2025-03-02T10:00:00.000Z' }],
+      activeDevices: [{ identifier: 'mac-01', name: 'Studio Mac', activationDate: '2025-03-02T10:00:00.000Z', lastSeenAt: null, leaseExpiresAt: null }],
       createdAt: '2024-01-15T08:30:00.000Z',
+      entitlements: [],
+      metadata: {},
+      trial: false,
     });
     const second = await getLicense(t.auth, 'ZZZZZ-22222-YYYYY-33333-XXXXX');
     expect(second.body).toMatchObject({ type: 'timed', expiresAt: '2030-01-01T00:00:00.000Z', revoked: true, email: null, activeDevices: [], createdAt: '2024-02-01T00:00:00.000Z' });
@@ -79,7 +82,7 @@ forEachStore('license import', (kind) => {
     const again = await importAs(t.accountId, JSON.stringify(rows), 'json', { batchSize: 1000 });
     expect(again).toEqual({ ok: true, dryRun: false, rows: 2500, created: 1500, skipped: 1000, errors: [] });
     const last = await getLicense(t.auth, rows[2499]!.key);
-    expect(last.body.activeDevices).toEqual([{ identifier: 'd2499', name: 'Device', activationDate: '2024-01-01T00:00:00.000Z' }]);
+    expect(last.body.activeDevices).toEqual([{ identifier: 'd2499', name: 'Device', activationDate: '2024-01-01T00:00:00.000Z', lastSeenAt: null, leaseExpiresAt: null }]);
   }, 120_000);
 
   it('emits license.created and device.activated for each imported license, by the cli actor', async () => {

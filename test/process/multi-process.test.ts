@@ -49,4 +49,20 @@ describePg('two server processes sharing one PostgreSQL', () => {
     expect(stored.activeDevices).toHaveLength(5);
     expect(new Set(stored.activeDevices.map((d: { identifier: string }) => d.identifier))).toEqual(okDevices);
   });
+
+  it('50 concurrent activations through both processes on a floating license with 3 seats give exactly 3 leases', async () => {
+    const auth = { authorization: `Bearer ${apiKey}` };
+    const product = await postJson(`${servers[0]!.url}/api/v1/products`, { name: 'Floating', floating: { enabled: true, leaseSeconds: 600 } }, auth);
+    const license = await postJson(`${servers[1]!.url}/api/v1/licenses`, { productId: product.body.id, type: 'perpetual', maxDevices: 3 }, auth);
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        postJson(`${servers[i % 2]!.url}/api/v1/public/licenses/activate`, { licenseKey: license.body.key, productId: product.body.id, deviceIdentifier: `container-${i}`, deviceName: 'n' }),
+      ),
+    );
+    expect(results.filter((r) => r.status === 200)).toHaveLength(3);
+    expect(results.every((r) => r.status === 200 || r.body.error.code === 'max_devices_reached')).toBe(true);
+    const stored = await fetch(`${servers[0]!.url}/api/v1/licenses`, { headers: { ...auth, 'license-key': license.body.key } }).then((r) => r.json());
+    expect(stored.activeDevices).toHaveLength(3);
+    expect(stored.activeDevices.every((d: { leaseExpiresAt: string | null }) => d.leaseExpiresAt !== null)).toBe(true);
+  });
 });

@@ -85,7 +85,7 @@ forEachStore('unit of work', (kind) => {
     const bus = new EventBus();
     const units = new StoreUnits(ctx.store, bus);
     bus.subscribe(async (event, unit) => void (await executorOf(unit).run(account(ctx.store, `audit-${isLicenseEvent(event) ? event.license.key : 'purchase' in event ? event.purchase.id : event.license.key}@example.com`))));
-    const license = { key: 'K', accountId: 'a', productId: 'p', type: 'perpetual', expiresAt: null, revoked: false, email: null, maxDevices: 1, createdAt: 0 } as const;
+    const license = { key: 'K', accountId: 'a', productId: 'p', type: 'perpetual', expiresAt: null, revoked: false, email: null, maxDevices: 1, createdAt: 0, entitlements: [] as string[], trial: false, metadata: {} } as const;
     await units.run((unit) => unit.emit({ type: 'license.created', actor: { type: 'public' }, occurredAt: 0, license: { ...license, key: 'kept' } }));
     await expect(
       units.run(async (unit) => {

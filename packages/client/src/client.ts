@@ -1,6 +1,6 @@
 import { type ApiError, type ApiResult, type HttpOptions, isTransportError, request } from './http.js';
 import { MemoryTokenStorage, type TokenStorage } from './storage.js';
-import type { WireDevice, WirePublicLicense, WireTokenRefresh, WireValidationReason } from './wire.generated.js';
+import type { WirePublicActivation, WirePublicLicense, WireTokenRefresh, WireValidationReason } from './wire.generated.js';
 import { decodeClaims, type PublicJwk, type TokenClaims, type TokenFailure, type TokenVerification, type VerifyingSubtleCrypto, verifyLicenseToken } from './token.js';
 
 const DAY_SECONDS = 86_400;
@@ -41,7 +41,8 @@ export interface DeviceRef {
   deviceIdentifier: string;
 }
 
-export type Device = WireDevice;
+/** A device as public answers show it (on a floating product, with its lease end). */
+export type Device = WirePublicActivation['device'];
 
 export type PublicLicense = WirePublicLicense;
 
@@ -82,6 +83,25 @@ export type LicenseState =
       /** True only when the user must enter a license key: never for a network problem. */
       needsActivation: boolean;
     };
+
+/** Heartbeats go out when this share of the lease is left, so one lost request leaves time for another. */
+const HEARTBEAT_AT_REMAINING = 0.5;
+const HEARTBEAT_MIN_MS = 10_000;
+const HEARTBEAT_RETRY_MS = 30_000;
+
+/**
+ * Whether a license unlocks a feature: from a validation's or activation's `license`, or a token's
+ * claims (offline). A server or token without entitlements unlocks none.
+ */
+export function hasEntitlement(source: { entitlements?: readonly string[] } | TokenClaims, code: string): boolean {
+  const entitlements = 'license' in source ? source.license.entitlements : source.entitlements;
+  return entitlements?.includes(code) ?? false;
+}
+
+/** Running heartbeats of a floating license (startHeartbeat). */
+export interface Heartbeats {
+  stop(): void;
+}
 
 /** Server verdicts about the license itself (as opposed to the network or the product's settings). */
 const LICENSE_VERDICTS = new Set(['invalid_license', 'license_revoked', 'license_expired']);
@@ -124,8 +144,13 @@ export class LicenseClient {
     // a device slot and leave nothing stored, so the app would ask for the key again.
     if (this.keys.length > 0 && !this.subtle) return { ok: false, error: { code: 'no_webcrypto', message: NO_WEBCRYPTO } };
     const result = await request<Activation>(this.http, 'POST', '/api/v1/public/licenses/activate', { ...input, productId: this.productId });
+    return this.storeToken(result, input.deviceIdentifier);
+  }
+
+  /** An activation's token verified and stored (when there is one and the app holds keys). */
+  private async storeToken(result: ApiResult<Activation>, deviceIdentifier: string): Promise<ApiResult<Activation>> {
     if (!result.ok || result.value.token === undefined || this.keys.length === 0) return result;
-    const check = await this.verifyToken(result.value.token, input.deviceIdentifier);
+    const check = await this.verifyToken(result.value.token, deviceIdentifier);
     if (!check.valid) return { ok: false, error: { code: check.code, message: `Activated, but the token does not verify: ${check.message}` } };
     await this.storage.set(result.value.token);
     return result;
@@ -134,6 +159,53 @@ export class LicenseClient {
   /** Online validation: always answers `isValid` for a well-formed request. */
   validate(input: DeviceRef): Promise<ApiResult<Validation>> {
     return request<Validation>(this.http, 'POST', '/api/v1/public/licenses/validate', { ...input, productId: this.productId });
+  }
+
+  /**
+   * A floating license's heartbeat: renews this device's lease (answers as validate; a lapsed lease
+   * is `device_not_activated`: activate again). On a node-locked product it is a validation.
+   */
+  heartbeat(input: DeviceRef): Promise<ApiResult<Validation>> {
+    return request<Validation>(this.http, 'POST', '/api/v1/public/licenses/heartbeat', { ...input, productId: this.productId });
+  }
+
+  /**
+   * Heartbeats at an automatic interval for a floating product: each one is sent when half of the
+   * lease the last answer gave is left (at least 10 s apart; 30 s after a network failure). On a
+   * node-locked product (no lease in the answer) it stops after the first. `onResult` sees every
+   * answer; an invalid one (the lease lapsed, the license was revoked) stops the heartbeats.
+   */
+  startHeartbeat(input: DeviceRef, onResult: (result: ApiResult<Validation>) => void = () => {}): Heartbeats {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let stopped = false;
+    const beat = async () => {
+      const result = await this.heartbeat(input);
+      if (stopped) return;
+      onResult(result);
+      if (!result.ok) return void (timer = setTimeout(beat, HEARTBEAT_RETRY_MS));
+      const leaseEnd = result.value.isValid ? result.value.device.leaseExpiresAt : undefined;
+      if (leaseEnd === undefined) return;
+      const wait = Math.max(HEARTBEAT_MIN_MS, (Date.parse(leaseEnd) - this.now()) * HEARTBEAT_AT_REMAINING);
+      timer = setTimeout(beat, wait);
+    };
+    void beat();
+    return {
+      stop: () => {
+        stopped = true;
+        clearTimeout(timer);
+      },
+    };
+  }
+
+  /**
+   * Starts the product's trial on this device, without a key (first product of the client). One per
+   * product and device, ever: again is `trial_already_used`. The token, when issued, is verified and
+   * stored as on activation.
+   */
+  async startTrial(input: { deviceIdentifier: string; deviceName: string; email?: string }): Promise<ApiResult<Activation>> {
+    if (this.keys.length > 0 && !this.subtle) return { ok: false, error: { code: 'no_webcrypto', message: NO_WEBCRYPTO } };
+    const result = await request<Activation>(this.http, 'POST', '/api/v1/public/trials', { ...input, productId: this.productIds[0] });
+    return this.storeToken(result, input.deviceIdentifier);
   }
 
   /** Frees this device's slot and forgets the stored token. */

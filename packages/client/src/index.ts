@@ -1,5 +1,5 @@
-export { LicenseClient } from './client.js';
-export type { Activation, Device, DeviceRef, LicenseClientOptions, LicenseState, PublicLicense, Validation, ValidationReason } from './client.js';
+export { hasEntitlement, LicenseClient } from './client.js';
+export type { Activation, Device, DeviceRef, Heartbeats, LicenseClientOptions, LicenseState, PublicLicense, Validation, ValidationReason } from './client.js';
 export { isTransportError } from './http.js';
 export type { ApiError, ApiErrorCode, ApiResult } from './http.js';
 export { MemoryTokenStorage, WebStorageTokenStorage } from './storage.js';

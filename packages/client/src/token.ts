@@ -9,6 +9,8 @@ export interface TokenClaims {
     createdAt: number;
     maxDevices: number;
     email: string | null;
+    /** The features the license unlocks (absent in tokens of servers before wave 3). */
+    entitlements?: string[];
   };
   device: { identifier: string; name: string; activationDate: number };
   iat: number;

@@ -76,6 +76,8 @@ export class Tessera {
     delete: (licenseKey: string) => this.call<void>({ method: 'DELETE', path: '/licenses', licenseKey }),
     /** Queues the purchase e-mail to the license's address again (400 when it has none). */
     sendEmail: (licenseKey: string) => this.call<void>({ method: 'POST', path: '/licenses/send-email', licenseKey }),
+    /** A new key for a leaked one: devices, purchases and audit stay; the old key stops working. `notify` e-mails the customer the new key. */
+    rotateKey: (licenseKey: string, options: { notify?: boolean } = {}) => this.call<License>({ method: 'POST', path: '/licenses/rotate-key', licenseKey, body: options }),
     revoke: (licenseKey: string) => this.call<License>({ method: 'PATCH', path: '/licenses', licenseKey, body: { revoked: true } }),
     list: (productId: string, options: { email?: string; limit?: number; cursor?: string } = {}) =>
       this.call<LicensePage>({ method: 'GET', path: `/products/${enc(productId)}/licenses`, query: options }),

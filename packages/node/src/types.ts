@@ -21,6 +21,12 @@ export interface ProductFields {
   portalDeviceResetLimit?: number;
   /** That window in days (1 to 365, default 30). */
   portalDeviceResetWindowDays?: number;
+  /** Entitlement codes a new license gets unless given its own. */
+  defaultEntitlements?: string[];
+  /** Floating seats: activations hold leases of leaseSeconds (60 to 86400, default 900) renewed by heartbeats. */
+  floating?: { enabled?: boolean; leaseSeconds?: number };
+  /** Trials from the public API: a timed license of `days` (1 to 365) for `maxDevices` (1 to 100). */
+  trial?: { enabled?: boolean; days?: number; maxDevices?: number };
 }
 
 export type Device = WireDevice;
@@ -39,6 +45,10 @@ export interface CreateLicenseInput {
   email?: string | null;
   /** Queue the purchase e-mail to `email` (which is then required). */
   sendEmail?: boolean;
+  /** Feature codes; absent: the product's default entitlements. */
+  entitlements?: string[];
+  /** At most 50 keys (40 characters) of string values (500 characters); server views only. */
+  metadata?: Record<string, string>;
 }
 
 export interface UpdateLicenseInput {
@@ -47,6 +57,10 @@ export interface UpdateLicenseInput {
   maxDevices?: number;
   email?: string | null;
   revoked?: boolean;
+  /** Replaces the set. */
+  entitlements?: string[];
+  /** Sets the keys given; a null value removes its key. */
+  metadata?: Record<string, string | null>;
 }
 
 export type LicensePage = WireLicensePage;

@@ -2,7 +2,7 @@
 // Regenerate with `npm run generate:sdk-wire`; test/sdk/wire-types.drift.test.ts fails when this copy is stale.
 
 /** Every error code the service answers with. */
-export const SERVER_ERROR_CODES = ["invalid_request","invalid_license","license_revoked","license_expired","max_devices_reached","license_tokens_disabled","product_has_licenses","invalid_provider_key","invalid_signature","payments_not_connected","missing_api_key","invalid_api_key","insufficient_scope","plan_required","not_found","request_timeout","price_already_mapped","purchase_not_unmapped","idempotency_key_in_use","payload_too_large","unsupported_media_type","idempotency_key_reused","headers_too_large","rate_limited","internal_error","provider_unavailable","service_unavailable"] as const;
+export const SERVER_ERROR_CODES = ["invalid_request","invalid_license","license_revoked","license_expired","max_devices_reached","license_tokens_disabled","product_has_licenses","invalid_provider_key","invalid_signature","payments_not_connected","missing_api_key","invalid_api_key","insufficient_scope","plan_required","not_found","request_timeout","price_already_mapped","purchase_not_unmapped","trial_already_used","idempotency_key_in_use","payload_too_large","unsupported_media_type","idempotency_key_reused","headers_too_large","rate_limited","internal_error","provider_unavailable","service_unavailable"] as const;
 export type ServerErrorCode = (typeof SERVER_ERROR_CODES)[number];
 
 export type WireLicense = {
@@ -20,9 +20,19 @@ export type WireLicense = {
     name: string;
     /** ISO 8601 UTC timestamp with milliseconds. */
     activationDate: string;
+    /** ISO 8601 UTC timestamp with milliseconds. */
+    lastSeenAt: string | null;
+    /** ISO 8601 UTC timestamp with milliseconds. */
+    leaseExpiresAt: string | null;
   }>;
   /** ISO 8601 UTC timestamp with milliseconds. */
   createdAt: string;
+  /** Feature codes the license unlocks. */
+  entitlements: Array<string>;
+  /** The vendor's own data: server views only, never public. */
+  metadata: Record<string, string>;
+  /** Started as a trial from the public API. */
+  trial: boolean;
   /** The subscription the license follows; null when it follows none. */
   subscription?: {
     /** stripe */
@@ -55,6 +65,20 @@ export type WireProduct = {
   actionButtonUrl: string | null;
   portalDeviceResetLimit: number;
   portalDeviceResetWindowDays: number;
+  /** What a new license of the product gets unless given its own. */
+  defaultEntitlements: Array<string>;
+  floating: {
+    enabled: boolean;
+    /** How long an activation holds its slot without a heartbeat. */
+    leaseSeconds: number;
+  };
+  trial: {
+    enabled: boolean;
+    /** A trial license's length. */
+    days: number;
+    /** A trial license's devices. */
+    maxDevices: number;
+  };
 };
 
 export type WireDevice = {
@@ -62,6 +86,10 @@ export type WireDevice = {
   name: string;
   /** ISO 8601 UTC timestamp with milliseconds. */
   activationDate: string;
+  /** ISO 8601 UTC timestamp with milliseconds. */
+  lastSeenAt: string | null;
+  /** ISO 8601 UTC timestamp with milliseconds. */
+  leaseExpiresAt: string | null;
 };
 
 export type WirePublicLicense = {
@@ -74,6 +102,9 @@ export type WirePublicLicense = {
   expiresAt: string | null;
   /** ISO 8601 UTC timestamp with milliseconds. */
   createdAt: string;
+  /** Feature codes the license unlocks. */
+  entitlements: Array<string>;
+  trial: boolean;
 };
 
 export type WireLicenseStatus = "active" | "expired" | "revoked" | "fallbacked";
@@ -91,6 +122,8 @@ export type WirePublicActivation = {
     name: string;
     /** ISO 8601 UTC timestamp with milliseconds. */
     activationDate: string;
+    /** Floating products only: the lease end; renew it with a heartbeat before then. */
+    leaseExpiresAt?: string;
   };
   license: {
     key: string;
@@ -102,6 +135,9 @@ export type WirePublicActivation = {
     expiresAt: string | null;
     /** ISO 8601 UTC timestamp with milliseconds. */
     createdAt: string;
+    /** Feature codes the license unlocks. */
+    entitlements: Array<string>;
+    trial: boolean;
   };
 };
 
@@ -114,6 +150,8 @@ export type WirePublicValidation = {
     name: string;
     /** ISO 8601 UTC timestamp with milliseconds. */
     activationDate: string;
+    /** Floating products only: the lease end; renew it with a heartbeat before then. */
+    leaseExpiresAt?: string;
   } | null;
   license: {
     key: string;
@@ -125,6 +163,9 @@ export type WirePublicValidation = {
     expiresAt: string | null;
     /** ISO 8601 UTC timestamp with milliseconds. */
     createdAt: string;
+    /** Feature codes the license unlocks. */
+    entitlements: Array<string>;
+    trial: boolean;
   } | null;
   /** Why the license is not valid. */
   reason?: "not_found" | "product_mismatch" | "revoked" | "expired" | "device_not_activated";
@@ -146,6 +187,10 @@ export type WireServerValidation = {
     name: string;
     /** ISO 8601 UTC timestamp with milliseconds. */
     activationDate: string;
+    /** ISO 8601 UTC timestamp with milliseconds. */
+    lastSeenAt: string | null;
+    /** ISO 8601 UTC timestamp with milliseconds. */
+    leaseExpiresAt: string | null;
   } | null;
   license: WireLicense;
 };

@@ -48,7 +48,7 @@ forEachStore('server SDK against a running server', (kind) => {
     expect(await tessera.licenses.update(license.key, { maxDevices: 3 })).toMatchObject({ maxDevices: 3 });
 
     const activated = await tessera.licenses.activate(license.key, { productId, device: { identifier: 'mac-1', name: 'Mac' } });
-    expect(activated.activeDevices).toEqual([{ identifier: 'mac-1', name: 'Mac', activationDate: expect.any(String) }]);
+    expect(activated.activeDevices).toEqual([{ identifier: 'mac-1', name: 'Mac', activationDate: expect.any(String), lastSeenAt: expect.any(String), leaseExpiresAt: null }]);
     await tessera.licenses.activate(license.key, { productId, device: { identifier: 'pc/2', name: 'PC' } });
     expect(await tessera.licenses.validate(license.key, { productId, deviceIdentifier: 'mac-1' })).toMatchObject({ isValid: true, status: 'active', device: { identifier: 'mac-1' } });
     expect((await tessera.devices.remove(license.key, 'pc/2')).activeDevices.map((d) => d.identifier)).toEqual(['mac-1']);
@@ -71,6 +71,17 @@ forEachStore('server SDK against a running server', (kind) => {
     });
     expect(await tessera.licenses.delete(second.key)).toBeUndefined();
     expect(await failure(tessera.licenses.get(second.key))).toMatchObject({ status: 404, code: 'not_found' });
+  });
+
+  it('sets entitlements, metadata and floating settings, and rotates a key', async () => {
+    const product = await tessera.products.create({ name: 'Pro', defaultEntitlements: ['pro'], floating: { enabled: true, leaseSeconds: 120 } });
+    expect(product).toMatchObject({ defaultEntitlements: ['pro'], floating: { enabled: true, leaseSeconds: 120 } });
+    const license = await tessera.licenses.create({ productId: product.id, type: 'perpetual', maxDevices: 1, metadata: { crm: '1' } });
+    expect(license).toMatchObject({ entitlements: ['pro'], metadata: { crm: '1' } });
+    expect(await tessera.licenses.update(license.key, { entitlements: ['pro', 'sso'], metadata: { crm: null } })).toMatchObject({ entitlements: ['pro', 'sso'], metadata: {} });
+    const rotated = await tessera.licenses.rotateKey(license.key);
+    expect(rotated.key).not.toBe(license.key);
+    expect(await failure(tessera.licenses.get(license.key))).toMatchObject({ status: 404 });
   });
 
   it('sets and deletes a product image (plus plan only), and resends the purchase e-mail', async () => {

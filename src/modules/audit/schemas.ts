@@ -10,7 +10,7 @@ export const AuditQuery = Type.Object({
 
 const ActorBody = Type.Object(
   {
-    type: Type.String({ enum: ['api_key', 'dashboard_user', 'cli', 'public', 'portal', 'provider'] }),
+    type: Type.String({ enum: ['api_key', 'dashboard_user', 'cli', 'public', 'portal', 'provider', 'lease'] }),
     apiKeyId: Type.Optional(Type.String()),
     userId: Type.Optional(Type.String()),
     email: Type.Optional(Type.String()),

@@ -15,6 +15,7 @@ export type AuditType =
   | 'device.activated'
   | 'device.updated'
   | 'device.removed'
+  | 'device.released'
   | 'devices.reset';
 
 /** One recorded change; `changes` is already in the API's shape (times ISO), stored as JSON. */
@@ -29,7 +30,7 @@ export interface AuditEntry {
 }
 
 
-export const AUDIT_TYPES: readonly AuditType[] = ['license.created', 'license.updated', 'license.revoked', 'license.deleted', 'device.activated', 'device.updated', 'device.removed', 'devices.reset'];
+export const AUDIT_TYPES: readonly AuditType[] = ['license.created', 'license.updated', 'license.revoked', 'license.deleted', 'device.activated', 'device.updated', 'device.removed', 'device.released', 'devices.reset'];
 
 /** Which entries: the whole account's, or one license key's; of every type, or one. */
 export interface AuditScope {
@@ -70,7 +71,7 @@ export function activationEntry(accountId: string, licenseKey: string, device: H
 
 /** The activations that leave their devices' rows with this change: into the log, in the same unit. */
 function releasedActivations(event: LicenseEvent): HeldDevice[] {
-  const devices = event.type === 'device.removed' ? [event.device] : event.type === 'devices.reset' || event.type === 'license.deleted' ? event.devices : [];
+  const devices = event.type === 'device.removed' || event.type === 'device.released' ? [event.device] : event.type === 'devices.reset' || event.type === 'license.deleted' ? event.devices : [];
   return devices.filter((d): d is HeldDevice => d.activation !== undefined);
 }
 
@@ -94,6 +95,7 @@ function entryOf(event: DomainEvent): Pick<AuditEntry, 'type' | 'changes'> | nul
       return { type: event.type, changes: null };
     case 'device.activated':
     case 'device.removed':
+    case 'device.released':
       return { type: event.type, changes: { device: deviceFields(event.device) } };
     case 'device.updated':
       return { type: event.type, changes: { device: deviceFields(event.device), ...event.changes } };

@@ -13,6 +13,8 @@ export interface TokenClaims {
     createdAt: number;
     maxDevices: number;
     email: string | null;
+    /** Additive (wave 3): the features the license unlocks. */
+    entitlements: string[];
   };
   device: { identifier: string; name: string; activationDate: number };
   iat: number;
@@ -88,10 +90,12 @@ export class TokenSigner {
         createdAt: seconds(license.createdAt),
         maxDevices: license.maxDevices,
         email: license.email,
+        entitlements: license.entitlements,
       },
       device: { identifier: device.identifier, name: device.name, activationDate: seconds(device.activationDate) },
       iat,
-      exp: iat + this.validitySeconds,
+      // On a floating product a token lasts no longer than the lease it was issued under.
+      exp: device.leaseExpiresAt == null ? iat + this.validitySeconds : Math.min(iat + this.validitySeconds, seconds(device.leaseExpiresAt)),
     };
     const input = `${this.encodedHeader}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
     // The signing input is base64url text (ASCII): latin1 copies it byte for byte, with no UTF-8 encoding.

@@ -88,6 +88,10 @@ export function importedLicense(input: ImportLicenseInput, accountId: string, no
     email,
     maxDevices: input.maxDevices,
     createdAt,
+    // The product's defaults, filled in by the import once it has read the product.
+    entitlements: [],
+    metadata: {},
+    trial: false,
     activeDevices: devices,
   };
 }

@@ -8,9 +8,13 @@ import type { Actor } from '../../core/principal.ts';
 import { sql, type Updateable } from 'kysely';
 import { bool, type DeviceRow, flag, type LicenseRow, type LicensesTable } from '../../storage/schema.ts';
 import { normalizeEmail } from '../../core/email.ts';
+import { decodeEntitlements, encodeEntitlements } from '../../core/entitlements.ts';
+import { decodeMetadata, encodeMetadata } from './metadata.ts';
 import type {
   ActivationState,
   Device,
+  DeviceSighting,
+  FullLicenseRecord,
   License,
   LicenseFields,
   LicenseFilter,
@@ -24,6 +28,8 @@ import type {
 } from './types.ts';
 import { ValidationCache } from './validation-cache.ts';
 
+const DEVICE_COLUMNS = ['identifier', 'name', 'activation_date', 'lease_expires_at', 'last_seen_at'] as const;
+
 /**
  * The order a filter pages in, each served by an index of migration 006 so a page reads about
  * `limit` index entries whatever the account's size: a key prefix in key order (account_id, key);
@@ -35,7 +41,7 @@ export function searchOrder(filter: LicenseFilter): 'key' | 'expires_at' | 'crea
   return filter.keyPrefix !== undefined ? 'key' : filter.status === 'expired' ? 'expires_at' : 'created_at';
 }
 
-const toRecord = (r: Omit<LicenseRow, 'email_normalized'>): LicenseRecord => ({
+const toRecord = (r: Omit<LicenseRow, 'email_normalized' | 'metadata'>): LicenseRecord => ({
   key: r.key,
   accountId: r.account_id,
   productId: r.product_id,
@@ -45,12 +51,19 @@ const toRecord = (r: Omit<LicenseRow, 'email_normalized'>): LicenseRecord => ({
   email: r.email,
   maxDevices: r.max_devices,
   createdAt: r.created_at,
+  entitlements: decodeEntitlements(r.entitlements),
+  trial: bool(r.trial),
 });
 
-const toDevice = (r: Pick<DeviceRow, 'identifier' | 'name' | 'activation_date'>): Device => ({
+/** The record with its metadata: every read but the public hot path's. */
+const toFull = (r: Omit<LicenseRow, 'email_normalized'>): FullLicenseRecord => ({ ...toRecord(r), metadata: decodeMetadata(r.metadata) });
+
+const toDevice = (r: Pick<DeviceRow, (typeof DEVICE_COLUMNS)[number]>): Device => ({
   identifier: r.identifier,
   name: r.name,
   activationDate: r.activation_date,
+  leaseExpiresAt: r.lease_expires_at,
+  lastSeenAt: r.last_seen_at,
 });
 
 /** The order the API lists a license's devices in: by activation date, then identifier. */
@@ -71,11 +84,11 @@ const deviceRow = (key: string, d: Device) => ({
   activation_date: d.activationDate,
   activation_id: d.activation?.id ?? null,
   activated_by: d.activation ? JSON.stringify(d.activation.actor) : null,
+  lease_expires_at: d.leaseExpiresAt ?? null,
+  last_seen_at: d.lastSeenAt ?? null,
 });
 
-const DEVICE_COLUMNS = ['identifier', 'name', 'activation_date'] as const;
-
-const licenseRow = (l: LicenseRecord) => ({
+const licenseRow = (l: FullLicenseRecord) => ({
   key: l.key,
   account_id: l.accountId,
   product_id: l.productId,
@@ -86,6 +99,9 @@ const licenseRow = (l: LicenseRecord) => ({
   email_normalized: l.email === null ? null : normalizeEmail(l.email),
   max_devices: l.maxDevices,
   created_at: l.createdAt,
+  entitlements: encodeEntitlements(l.entitlements),
+  metadata: encodeMetadata(l.metadata),
+  trial: flag(l.trial),
 });
 
 /** Rows per multi-row insert: 10 columns × 200 stays far below every store's parameter limit. */
@@ -106,14 +122,31 @@ const LICENSE_COLUMNS = [
   'l.email_normalized',
   'l.max_devices',
   'l.created_at',
+  'l.entitlements',
+  'l.metadata',
+  'l.trial',
 ] as const;
 
-/** What a LicenseRecord is built from: email_normalized serves searches only (and each column read costs the hot path). */
-const RECORD_COLUMNS = LICENSE_COLUMNS.filter((c): c is Exclude<(typeof LICENSE_COLUMNS)[number], 'l.email_normalized'> => c !== 'l.email_normalized');
+/**
+ * What the public hot path builds a LicenseRecord from: email_normalized serves searches only, metadata
+ * server views only (and each column read costs the hot path).
+ */
+const RECORD_COLUMNS = LICENSE_COLUMNS.filter((c): c is Exclude<(typeof LICENSE_COLUMNS)[number], 'l.email_normalized' | 'l.metadata'> => c !== 'l.email_normalized' && c !== 'l.metadata');
 
-type LockRow = LicenseRow & { fallback_enabled: number | boolean };
-type ValidationSelect = Omit<LicenseRow, 'email_normalized'> & { fallback_enabled: number | boolean; device_name: string | null; device_activation_date: number | null };
-type ActivationDeviceRow = { device_name: string | null; device_activation_date: number | null; device_count: number | string | bigint };
+/** What the checks need of the product, read with its license. */
+const PRODUCT_COLUMNS = ['p.fallback_enabled', 'p.floating_enabled', 'p.lease_seconds'] as const;
+type ProductPart = { fallback_enabled: number | boolean; floating_enabled: number | boolean; lease_seconds: number };
+type LockRow = LicenseRow & ProductPart;
+type DevicePart = { device_name: string | null; device_activation_date: number | null; device_lease_expires_at: number | null };
+type ValidationSelect = Omit<LicenseRow, 'email_normalized' | 'metadata'> & ProductPart & DevicePart;
+type ActivationDeviceRow = DevicePart & { device_count: number | string | bigint };
+
+/** The product's lease length when it is floating, else null (node-locked). */
+const leaseSecondsOf = (r: ProductPart): number | null => (bool(r.floating_enabled) ? r.lease_seconds : null);
+
+/** The asking device from a row's `device_*` columns, or null when it is not on the license. */
+const askingDevice = (r: DevicePart, identifier: string): Device | null =>
+  r.device_name === null ? null : { identifier, name: r.device_name, activationDate: r.device_activation_date!, leaseExpiresAt: r.device_lease_expires_at };
 
 /**
  * Statements on the hot paths (validate, activate), built and compiled once per store. Exported
@@ -122,7 +155,7 @@ type ActivationDeviceRow = { device_name: string | null; device_activation_date:
 export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
   const db = store.db;
   const withFallback = (key: string) =>
-    db.selectFrom('licenses as l').innerJoin('products as p', 'p.id', 'l.product_id').select([...LICENSE_COLUMNS, 'p.fallback_enabled']).where('l.key', '=', key);
+    db.selectFrom('licenses as l').innerJoin('products as p', 'p.id', 'l.product_id').select([...LICENSE_COLUMNS, ...PRODUCT_COLUMNS]).where('l.key', '=', key);
   // Lock the license row only: activations of other licenses of the product go on in parallel.
   const lockQuery = (key: string) => withFallback(key).$if(store.lockRows, (q) => q.forUpdate('l'));
   /**
@@ -140,11 +173,12 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
       .select((eb) => [
         'd.name as device_name',
         'd.activation_date as device_activation_date',
+        'd.lease_expires_at as device_lease_expires_at',
         eb.selectFrom('devices as c').select(eb.fn.countAll().as('n')).whereRef('c.license_key', '=', 'l.key').as('device_count'),
       ])
       .where('l.key', '=', key);
   const activationState = (key: string, identifier: string) =>
-    activationDevice(key, identifier).innerJoin('products as p', 'p.id', 'l.product_id').select([...LICENSE_COLUMNS, 'p.fallback_enabled']);
+    activationDevice(key, identifier).innerJoin('products as p', 'p.id', 'l.product_id').select([...LICENSE_COLUMNS, ...PRODUCT_COLUMNS]);
   return {
     activationDevice: new Prepared<{ key: string; identifier: string }, ActivationDeviceRow>((p) => activationDevice(p('key'), p('identifier'))),
     activationState: new Prepared<{ key: string; identifier: string }, LockRow & ActivationDeviceRow>((p) => activationState(p('key'), p('identifier'))),
@@ -156,7 +190,7 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
         .selectFrom('licenses as l')
         .innerJoin('products as p', 'p.id', 'l.product_id')
         .leftJoin('devices as d', (join) => join.onRef('d.license_key', '=', 'l.key').on('d.identifier', '=', p('identifier')))
-        .select([...RECORD_COLUMNS, 'p.fallback_enabled', 'd.name as device_name', 'd.activation_date as device_activation_date'])
+        .select([...RECORD_COLUMNS, ...PRODUCT_COLUMNS, 'd.name as device_name', 'd.activation_date as device_activation_date', 'd.lease_expires_at as device_lease_expires_at'])
         .where('l.key', '=', p('key')),
     ),
     lock: new Prepared<{ key: string }, LockRow>((p) => lockQuery(p('key'))),
@@ -178,7 +212,7 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
     heldDevices: new Prepared<{ key: string }, DeviceRow>((p) =>
       db.selectFrom('devices').selectAll().where('license_key', '=', p('key')).orderBy('activation_date').orderBy('identifier'),
     ),
-    addDevice: new Prepared<{ key: string; identifier: string; name: string; at: number; activation: string | null; by: string | null }, never>((p) =>
+    addDevice: new Prepared<{ key: string; identifier: string; name: string; at: number; activation: string | null; by: string | null; lease: number | null }, never>((p) =>
       db.insertInto('devices').values({
         license_key: p('key'),
         identifier: p('identifier'),
@@ -186,7 +220,26 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
         activation_date: p('at'),
         activation_id: p('activation'),
         activated_by: p('by'),
+        lease_expires_at: p('lease'),
+        last_seen_at: p('at'),
       }),
+    ),
+    touchDevice: new Prepared<{ key: string; identifier: string; at: number }, never>((p) =>
+      db
+        .updateTable('devices')
+        .set({ last_seen_at: p('at') })
+        .where('license_key', '=', p('key'))
+        .where('identifier', '=', p('identifier'))
+        .where((eb) => eb.or([eb('last_seen_at', 'is', null), eb('last_seen_at', '<', p('at'))])),
+    ),
+    // Only a live lease is renewed: one that lapsed meanwhile (and may be released by an activation) stays lapsed.
+    renewLease: new Prepared<{ key: string; identifier: string; now: number; end: number }, never>((p) =>
+      db
+        .updateTable('devices')
+        .set({ lease_expires_at: p('end'), last_seen_at: p('now') })
+        .where('license_key', '=', p('key'))
+        .where('identifier', '=', p('identifier'))
+        .where('lease_expires_at', '>', p('now')),
     ),
     // SET reads the row as it was: the first rename keeps the name the activation's entry shows.
     renameDevice: new Prepared<{ key: string; identifier: string; name: string }, never>((p) =>
@@ -203,9 +256,10 @@ type Statements = ReturnType<typeof licenseStatements>;
 
 function activationStateOf(locked: LockRow, row: ActivationDeviceRow, identifier: string): ActivationState {
   return {
-    license: toRecord(locked),
+    license: toFull(locked),
     fallbackEnabled: bool(locked.fallback_enabled),
-    device: row.device_name === null ? null : { identifier, name: row.device_name, activationDate: row.device_activation_date! },
+    leaseSeconds: leaseSecondsOf(locked),
+    device: askingDevice(row, identifier),
     deviceCount: Number(row.device_count),
   };
 }
@@ -214,7 +268,7 @@ async function readLicense(ex: Executor, q: Statements, key: string, account?: s
   const row = await ex.first(account === undefined ? q.license.bind({ key }) : q.licenseOwned.bind({ key, account }));
   if (!row) return undefined;
   const devices = await ex.all(q.devices.bind({ key }));
-  return { ...toRecord(row), activeDevices: devices.map(toDevice) };
+  return { ...toFull(row), activeDevices: devices.map(toDevice) };
 }
 
 export class SqlLicenseRepository implements LicenseRepository {
@@ -237,7 +291,7 @@ export class SqlLicenseRepository implements LicenseRepository {
     return this.store.db;
   }
 
-  async insert(unit: Unit, l: LicenseRecord): Promise<void> {
+  async insert(unit: Unit, l: FullLicenseRecord): Promise<void> {
     await executorOf(unit).run(this.db.insertInto('licenses').values(licenseRow(l)));
   }
 
@@ -278,14 +332,14 @@ export class SqlLicenseRepository implements LicenseRepository {
     );
     const complete = offset === 0 && rows.length < limit;
     const total = complete ? rows.length : Number((await this.store.read.first(this.q.deviceCount.bind({ key })))!.n);
-    return { license: toRecord(row), devices: rows.map(toDevice), total };
+    return { license: toFull(row), devices: rows.map(toDevice), total };
   }
 
   async getOwnedWithFallback(accountId: string, key: string): Promise<{ license: License; fallbackEnabled: boolean } | undefined> {
     const row = await this.store.read.first(this.q.withFallbackOwned.bind({ key, account: accountId }));
     if (!row) return undefined;
     const devices = await this.store.read.all(this.q.devices.bind({ key }));
-    return { license: { ...toRecord(row), activeDevices: devices.map(toDevice) }, fallbackEnabled: bool(row.fallback_enabled) };
+    return { license: { ...toFull(row), activeDevices: devices.map(toDevice) }, fallbackEnabled: bool(row.fallback_enabled) };
   }
 
   findForValidation(key: string, identifier: string): Promise<ValidationRow | undefined> {
@@ -299,10 +353,8 @@ export class SqlLicenseRepository implements LicenseRepository {
     return {
       license: toRecord(row),
       fallbackEnabled: bool(row.fallback_enabled),
-      device:
-        row.device_name === null
-          ? null
-          : { identifier, name: row.device_name, activationDate: row.device_activation_date! },
+      leaseSeconds: leaseSecondsOf(row),
+      device: askingDevice(row, identifier),
     };
   }
 
@@ -345,7 +397,7 @@ export class SqlLicenseRepository implements LicenseRepository {
       list.push(toDevice(d));
       byKey.set(d.license_key, list);
     }
-    return rows.map((r) => ({ ...toRecord(r), activeDevices: byKey.get(r.key) ?? [] }));
+    return rows.map((r) => ({ ...toFull(r), activeDevices: byKey.get(r.key) ?? [] }));
   }
 
   /** The statement of one search page (the benchmark and the plan test read it too). */
@@ -386,11 +438,11 @@ export class SqlLicenseRepository implements LicenseRepository {
     return rows.map((r) => ({ ...toRecord(r), activeDeviceCount: Number(r.device_count ?? 0) }));
   }
 
-  async listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<LicenseRecord[]> {
+  async listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<FullLicenseRecord[]> {
     const rows = await executorOf(unit).all(
       this.db.selectFrom('licenses').selectAll().where('account_id', '=', accountId).where('product_id', '=', productId).orderBy('created_at').orderBy('key'),
     );
-    return rows.map(toRecord);
+    return rows.map(toFull);
   }
 
   async lock(unit: Unit, key: string, account?: string): Promise<LockedLicense | undefined> {
@@ -398,7 +450,7 @@ export class SqlLicenseRepository implements LicenseRepository {
     const row = await tx.first(account === undefined ? this.q.lock.bind({ key }) : this.q.lockOwned.bind({ key, account }));
     if (!row) return undefined;
     const devices = (await tx.all(this.q.heldDevices.bind({ key }))).map(toHeldDevice);
-    return { license: toRecord(row), fallbackEnabled: bool(row.fallback_enabled), devices };
+    return { license: toFull(row), fallbackEnabled: bool(row.fallback_enabled), devices };
   }
 
   async lockForActivation(unit: Unit, key: string, identifier: string, account?: string): Promise<ActivationState | undefined> {
@@ -427,8 +479,22 @@ export class SqlLicenseRepository implements LicenseRepository {
       set.email = f.email;
       set.email_normalized = f.email === null ? null : normalizeEmail(f.email);
     }
+    if (f.entitlements !== undefined) set.entitlements = encodeEntitlements(f.entitlements);
+    if (f.metadata !== undefined) set.metadata = encodeMetadata(f.metadata);
     if (Object.keys(set).length === 0) return;
     await executorOf(unit).run(this.db.updateTable('licenses').set(set).where('key', '=', key));
+  }
+
+  async rekey(unit: Unit, oldKey: string, newKey: string): Promise<void> {
+    const tx = executorOf(unit);
+    const row = await tx.first(this.db.selectFrom('licenses').selectAll().where('key', '=', oldKey));
+    if (!row) return;
+    // A new row first (the key is the primary key others refer to), then everything that names it, then the old row.
+    await tx.run(this.db.insertInto('licenses').values({ ...row, key: newKey, revoked: flag(bool(row.revoked)), trial: flag(bool(row.trial)) }));
+    for (const table of ['devices', 'portal_device_resets', 'purchase_licenses', 'audit_events', 'trials', 'license_subscriptions'] as const) {
+      await tx.run(this.db.updateTable(table).set({ license_key: newKey }).where('license_key', '=', oldKey));
+    }
+    await tx.run(this.db.deleteFrom('licenses').where('key', '=', oldKey));
   }
 
   async delete(unit: Unit, key: string): Promise<Device[]> {
@@ -465,7 +531,23 @@ export class SqlLicenseRepository implements LicenseRepository {
 
   async addDevice(unit: Unit, key: string, d: Device): Promise<void> {
     const row = deviceRow(key, d);
-    await executorOf(unit).run(this.q.addDevice.bind({ key, identifier: d.identifier, name: d.name, at: d.activationDate, activation: row.activation_id, by: row.activated_by }));
+    await executorOf(unit).run(
+      this.q.addDevice.bind({ key, identifier: d.identifier, name: d.name, at: d.activationDate, activation: row.activation_id, by: row.activated_by, lease: row.lease_expires_at }),
+    );
+  }
+
+  async renewLease(unit: Unit, key: string, identifier: string, now: number, end: number): Promise<boolean> {
+    return (await executorOf(unit).run(this.q.renewLease.bind({ key, identifier, now, end }))) > 0;
+  }
+
+  async touchDevices(unit: Unit, sightings: DeviceSighting[]): Promise<void> {
+    const tx = executorOf(unit);
+    for (const s of sightings) await tx.run(this.q.touchDevice.bind({ key: s.key, identifier: s.identifier, at: s.at }));
+  }
+
+  async releaseLapsed(unit: Unit, key: string, now: number): Promise<Device[]> {
+    const rows = await executorOf(unit).all(this.db.deleteFrom('devices').where('license_key', '=', key).where('lease_expires_at', '<=', now).returningAll());
+    return rows.map(toHeldDevice).sort(byActivation);
   }
 
   async renameDevice(unit: Unit, key: string, identifier: string, name: string): Promise<void> {

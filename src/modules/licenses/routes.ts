@@ -11,9 +11,10 @@ import {
   ListLicensesQuery,
   ServerActivateBody,
   ServerValidateBody,
+  RotateKeyBody,
   ServerValidationBody,
   UpdateLicenseBody,
-  deviceView,
+  serverDeviceView,
 } from './schemas.ts';
 import type { ActivityCounter } from '../activity/service.ts';
 import { LIST_LIMIT_MAX, type LicenseService } from './service.ts';
@@ -68,6 +69,24 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
   );
 
   app.post(
+    '/licenses/rotate-key',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'rotate-license-key',
+        summary: 'Give a license a new key',
+        description:
+          'For a leaked key: the license keeps its devices, purchases, subscription and audit log under a new key; the old key is then unknown everywhere. notify: true e-mails the customer the new key (400 when the license has no e-mail address).',
+        headers: LicenseKeyHeader,
+        body: Type.Optional(RotateKeyBody),
+        response: licenseReply,
+      },
+    },
+    async (req) => licenseView(await licenses.rotateKey(req.principal, req.headers['license-key'], { notify: req.body?.notify })),
+  );
+
+  app.post(
     '/licenses/send-email',
     {
       schema: {
@@ -115,7 +134,7 @@ export const licenseRoutes: FastifyPluginAsyncTypebox<{ licenses: LicenseService
       return {
         isValid: result.isValid,
         status: result.status,
-        device: result.device && deviceView(result.device),
+        device: result.device && serverDeviceView(result.device),
         license: licenseView(result.license),
       };
     },

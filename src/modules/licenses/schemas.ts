@@ -7,6 +7,8 @@ import { LIST_LIMIT_MAX } from './service.ts';
 import type { Device, License, LicenseRecord, LicenseType as LicenseTypeValue } from './types.ts';
 import type { LicenseChanges, SubscriptionSnapshot } from '../../core/events.ts';
 import { SubscriptionBody, subscriptionView } from '../subscriptions/schemas.ts';
+import { EntitlementsInput } from '../products/schemas.ts';
+import { METADATA_KEY_MAX, METADATA_KEYS_MAX, METADATA_VALUE_MAX } from './metadata.ts';
 
 
 export const DeviceIdentifier = Type.String({ minLength: 1, maxLength: DEVICE_FIELD_SENT_MAX, description: `1 to ${DEVICE_IDENTIFIER_MAX} characters after trimming.` });
@@ -24,6 +26,22 @@ export const DeviceBody = Type.Object(
   { identifier: Type.String(), name: Type.String(), activationDate: Timestamp },
 );
 
+/** A device in server views: when it was last seen, and its lease on a floating product. */
+export const ServerDeviceBody = Type.Object({
+  identifier: Type.String(),
+  name: Type.String(),
+  activationDate: Timestamp,
+  lastSeenAt: Nullable(Timestamp),
+  leaseExpiresAt: Nullable(Timestamp),
+});
+
+const Entitlements = Type.Array(Type.String(), { description: 'Feature codes the license unlocks.' });
+const MetadataBody = Type.Record(Type.String(), Type.String(), { description: "The vendor's own data: server views only, never public." });
+const MetadataInput = Type.Record(Type.String({ minLength: 1, maxLength: METADATA_KEY_MAX }), Nullable(Type.String({ maxLength: METADATA_VALUE_MAX })), {
+  maxProperties: METADATA_KEYS_MAX,
+  description: `At most ${METADATA_KEYS_MAX} keys of at most ${METADATA_KEY_MAX} characters, string values of at most ${METADATA_VALUE_MAX}; null removes a key.`,
+});
+
 export const LicenseBody = Type.Object(
   {
     key: Type.String(),
@@ -34,8 +52,11 @@ export const LicenseBody = Type.Object(
     revoked: Type.Boolean(),
     email: Nullable(Type.String()),
     maxDevices: Type.Integer(),
-    activeDevices: Type.Array(DeviceBody),
+    activeDevices: Type.Array(ServerDeviceBody),
     createdAt: Timestamp,
+    entitlements: Entitlements,
+    metadata: MetadataBody,
+    trial: Type.Boolean({ description: 'Started as a trial from the public API.' }),
     subscription: Type.Optional(SubscriptionBody),
   },
   { $id: 'License' },
@@ -50,6 +71,8 @@ export const PublicLicenseBody = Type.Object(
     maxDevices: Type.Integer(),
     expiresAt: Nullable(Timestamp),
     createdAt: Timestamp,
+    entitlements: Entitlements,
+    trial: Type.Boolean(),
   },
 );
 
@@ -61,6 +84,8 @@ export const CreateLicenseBody = Type.Object(
     maxDevices: MaxDevices,
     email: Type.Optional(Nullable(Email)),
     sendEmail: Type.Optional(Type.Boolean({ description: 'Queue the purchase e-mail to `email` (required then).' })),
+    entitlements: Type.Optional(EntitlementsInput),
+    metadata: Type.Optional(MetadataInput),
   },
   { additionalProperties: false },
 );
@@ -72,7 +97,14 @@ export const UpdateLicenseBody = Type.Object(
     maxDevices: Type.Optional(MaxDevices),
     email: Type.Optional(Nullable(Email)),
     revoked: Type.Optional(Type.Boolean()),
+    entitlements: Type.Optional(EntitlementsInput),
+    metadata: Type.Optional(MetadataInput),
   },
+  { additionalProperties: false },
+);
+
+export const RotateKeyBody = Type.Object(
+  { notify: Type.Optional(Type.Boolean({ description: 'E-mail the customer the new key.' })) },
   { additionalProperties: false },
 );
 
@@ -89,7 +121,7 @@ export const ServerValidateBody = Type.Object({
 export const ServerValidationBody = Type.Object({
   isValid: Type.Boolean(),
   status: LicenseStatusBody,
-  device: Nullable(DeviceBody),
+  device: Nullable(ServerDeviceBody),
   license: Type.Ref('License'),
 });
 
@@ -108,6 +140,16 @@ export const LicensePageBody = Type.Object({
 
 export const deviceView = (d: Device) => ({ identifier: d.identifier, name: d.name, activationDate: toIso(d.activationDate) });
 
+/** A device in public answers: on a floating product, when its lease ends (what the client SDK schedules heartbeats by). */
+export const PublicDeviceBody = Type.Object({
+  identifier: Type.String(),
+  name: Type.String(),
+  activationDate: Timestamp,
+  leaseExpiresAt: Type.Optional(Type.String({ description: 'Floating products only: the lease end; renew it with a heartbeat before then.' })),
+});
+export const publicDeviceView = (d: Device) => (d.leaseExpiresAt == null ? deviceView(d) : { ...deviceView(d), leaseExpiresAt: toIso(d.leaseExpiresAt) });
+export const serverDeviceView = (d: Device) => ({ ...deviceView(d), lastSeenAt: toIsoOrNull(d.lastSeenAt ?? null), leaseExpiresAt: toIsoOrNull(d.leaseExpiresAt ?? null) });
+
 /**
  * A license as the server API shows it. `subscription` (null or the subscription it follows) is in
  * the server API's views; webhook bodies and server validation leave it out.
@@ -121,8 +163,11 @@ export const licenseView = (l: License, subscription?: SubscriptionSnapshot | nu
   revoked: l.revoked,
   email: l.email,
   maxDevices: l.maxDevices,
-  activeDevices: l.activeDevices.map(deviceView),
+  activeDevices: l.activeDevices.map(serverDeviceView),
   createdAt: toIso(l.createdAt),
+  entitlements: l.entitlements,
+  metadata: l.metadata,
+  trial: l.trial,
   ...(subscription !== undefined && { subscription: subscription && subscriptionView(subscription) }),
 });
 
@@ -134,6 +179,8 @@ export const publicLicenseView = (l: LicenseRecord) => ({
   maxDevices: l.maxDevices,
   expiresAt: toIsoOrNull(l.expiresAt),
   createdAt: toIso(l.createdAt),
+  entitlements: l.entitlements,
+  trial: l.trial,
 });
 
 /** An update's changed fields as the API shows them (times as ISO strings): webhooks and the audit log. */

@@ -1,20 +1,24 @@
 import { AppError, type Issue, invalidRequest, notFound } from '../../core/errors.ts';
 import { normalizeEmail } from '../../core/email.ts';
+import { checkEntitlements } from '../../core/entitlements.ts';
 import type { DeviceSnapshot, LicenseChanges, LicenseSnapshot } from '../../core/events.ts';
 import { timeOrderedId } from '../../core/ids.ts';
 import { generateLicenseKey, normalizeLicenseKey } from '../../core/license-key.ts';
 import type { LicenseStatus } from '../../core/license-status.ts';
-import { type Actor, PUBLIC_ACTOR, type Principal } from '../../core/principal.ts';
+import { type Actor, LEASE_ACTOR, PUBLIC_ACTOR, type Principal } from '../../core/principal.ts';
 import { parseTimestamp } from '../../core/time.ts';
 import { TurnBatch } from '../../core/turn-batch.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
-import type { ProductService } from '../products/service.ts';
+import type { Product, ProductService } from '../products/service.ts';
 import { evaluate, type Failure, failureError } from './checks.ts';
 import { type ImportLicenseInput, importedLicense } from './import-rules.ts';
+import { DeviceSightings } from './device-sightings.ts';
 import { DEVICE_IDENTIFIER_MAX, DEVICE_NAME_MAX } from './limits.ts';
+import { applyMetadata, type MetadataChange } from './metadata.ts';
 import { searchOrder } from './repository.ts';
 import type {
   Device,
+  FullLicenseRecord,
   License,
   LicenseFields,
   LicenseFilter,
@@ -36,6 +40,11 @@ export interface CreateLicenseInput {
   email?: string | null;
   /** Queue the purchase e-mail to `email`, committed together with the license. */
   sendEmail?: boolean;
+  /** Absent: the product's default entitlements. */
+  entitlements?: string[];
+  metadata?: MetadataChange;
+  /** Set by the trials module only: the license starts a trial. */
+  trial?: boolean;
 }
 
 /** The purchase e-mail (the mail module's PurchaseMailer): queued in the unit that creates the license. */
@@ -52,6 +61,10 @@ export interface UpdateLicenseInput {
   maxDevices?: number;
   email?: string | null;
   revoked?: boolean;
+  /** Replaces the set. */
+  entitlements?: string[];
+  /** Sets the keys given; a null value removes its key. */
+  metadata?: MetadataChange;
 }
 
 export interface DeviceInput {
@@ -61,7 +74,7 @@ export interface DeviceInput {
 
 /** An activation's outcome: the license as checked (without its device list), the device, the status. */
 export interface Activation {
-  license: LicenseRecord;
+  license: FullLicenseRecord;
   device: Device;
   status: LicenseStatus;
 }
@@ -72,7 +85,9 @@ export interface Activation {
  */
 export type ActivationSeal = (activation: Activation) => string | undefined;
 
-export type PublicValidation = { isValid: true; status: LicenseStatus; license: LicenseRecord; device: Device } | { isValid: false; reason: Failure };
+export type PublicValidation =
+  | { isValid: true; status: LicenseStatus; license: LicenseRecord; device: Device; /** The product's lease length when floating, else null. */ leaseSeconds: number | null }
+  | { isValid: false; reason: Failure };
 
 export interface ServerValidation {
   isValid: boolean;
@@ -182,7 +197,7 @@ function decodeCursor(cursor: string): { createdAt: number; key: string } {
   throw invalidRequest('query.cursor', 'is not a cursor this API returned');
 }
 
-export const snapshot = (l: LicenseRecord): LicenseSnapshot => ({
+export const snapshot = (l: FullLicenseRecord): LicenseSnapshot => ({
   key: l.key,
   accountId: l.accountId,
   productId: l.productId,
@@ -192,17 +207,23 @@ export const snapshot = (l: LicenseRecord): LicenseSnapshot => ({
   email: l.email,
   maxDevices: l.maxDevices,
   createdAt: l.createdAt,
+  entitlements: l.entitlements,
+  trial: l.trial,
+  metadata: l.metadata,
 });
 
 const deviceSnapshot = (d: Device): DeviceSnapshot =>
   d.activation ? { identifier: d.identifier, name: d.name, activationDate: d.activationDate, activation: d.activation } : { identifier: d.identifier, name: d.name, activationDate: d.activationDate };
 
+/** Values compared as the API shows them: entitlements and metadata by content. */
+const same = (a: unknown, b: unknown): boolean => a === b || (typeof a === 'object' && typeof b === 'object' && a !== null && b !== null && JSON.stringify(a) === JSON.stringify(b));
+
 /** The fields an update changed, before and after (nothing when it changed nothing). */
-function changesOf(before: LicenseRecord, fields: LicenseFields): LicenseChanges {
+function changesOf(before: FullLicenseRecord, fields: LicenseFields): LicenseChanges {
   const changes: Record<string, { from: unknown; to: unknown }> = {};
   for (const [field, to] of Object.entries(fields)) {
-    const from = before[field as keyof LicenseRecord];
-    if (to !== undefined && to !== from) changes[field] = { from, to };
+    const from = before[field as keyof FullLicenseRecord];
+    if (to !== undefined && !same(from, to)) changes[field] = { from, to };
   }
   return changes as LicenseChanges;
 }
@@ -216,6 +237,8 @@ function changesOf(before: LicenseRecord, fields: LicenseFields): LicenseChanges
 export class LicenseService {
   /** Public validations (and token refreshes) look their licenses up together, per event-loop turn. */
   private readonly lookups = new TurnBatch();
+  /** When devices were last seen, written once a minute (the app flushes it; see registerSightingsFlush). */
+  readonly sightings: DeviceSightings;
 
   constructor(
     private readonly repo: LicenseRepository,
@@ -223,13 +246,15 @@ export class LicenseService {
     private readonly products: ProductService,
     private readonly purchaseMail: PurchaseMail,
     private readonly clock: () => number = Date.now,
-  ) {}
+  ) {
+    this.sightings = new DeviceSightings(repo, units);
+  }
 
   create(principal: Principal, input: CreateLicenseInput, outer?: Unit): Promise<License> {
     return this.units.run(async (unit) => {
-      await this.products.get(principal, input.productId, unit); // 404 unless the caller owns it
+      const product = await this.products.get(principal, input.productId, unit); // 404 unless the caller owns it
       const now = this.clock();
-      const license: LicenseRecord = {
+      const license: FullLicenseRecord = {
         key: generateLicenseKey(),
         accountId: principal.accountId,
         productId: input.productId,
@@ -239,6 +264,9 @@ export class LicenseService {
         email: cleanEmail(input.email),
         maxDevices: input.maxDevices,
         createdAt: now,
+        entitlements: input.entitlements === undefined ? product.defaultEntitlements : checkEntitlements(input.entitlements, 'entitlements'),
+        metadata: applyMetadata({}, input.metadata ?? {}),
+        trial: input.trial === true,
       };
       await this.repo.insert(unit, license);
       if (input.sendEmail) await this.purchaseMail.queue(principal, license, unit);
@@ -290,8 +318,8 @@ export class LicenseService {
     });
     const licenses = checked.flatMap((v) => (v.action === 'error' ? [] : [v.license]));
     const owners = await this.repo.ownersOf(licenses.map((l) => l.key), unit);
-    const owned = new Map<string, boolean>();
-    for (const productId of new Set(licenses.map((l) => l.productId))) owned.set(productId, await this.ownsProduct(principal, productId, unit));
+    const owned = new Map<string, Product | undefined>();
+    for (const productId of new Set(licenses.map((l) => l.productId))) owned.set(productId, await this.ownedProduct(principal, productId, unit));
     const seen = new Set<string>();
     return checked.map((v): ImportVerdict => {
       if (v.action === 'error') return v;
@@ -299,19 +327,20 @@ export class LicenseService {
       const error = (path: string, message: string): ImportVerdict => ({ action: 'error', issue: { path, message } });
       if (seen.has(key)) return error('key', 'appears twice in this import');
       seen.add(key);
-      if (!owned.get(productId)) return error('productId', 'is not a product of this account');
+      const product = owned.get(productId);
+      if (!product) return error('productId', 'is not a product of this account');
+      v.license.entitlements = product.defaultEntitlements;
       const owner = owners.get(key);
       if (owner === principal.accountId) return { action: 'skip', license: v.license };
       return owner === undefined ? v : error('key', 'is already in use by another account');
     });
   }
 
-  private async ownsProduct(principal: Principal, productId: string, unit?: Unit): Promise<boolean> {
+  private async ownedProduct(principal: Principal, productId: string, unit?: Unit): Promise<Product | undefined> {
     try {
-      await this.products.get(principal, productId, unit);
-      return true;
+      return await this.products.get(principal, productId, unit);
     } catch (error) {
-      if (error instanceof AppError && error.code === 'not_found') return false;
+      if (error instanceof AppError && error.code === 'not_found') return undefined;
       throw error;
     }
   }
@@ -394,11 +423,32 @@ export class LicenseService {
       if (input.maxDevices !== undefined) fields.maxDevices = input.maxDevices;
       if (input.email !== undefined) fields.email = cleanEmail(input.email);
       if (input.revoked !== undefined) fields.revoked = input.revoked;
+      if (input.entitlements !== undefined) fields.entitlements = checkEntitlements(input.entitlements, 'entitlements');
+      if (input.metadata !== undefined) fields.metadata = applyMetadata(current.metadata, input.metadata);
       const changes = changesOf(current, fields);
       if (Object.keys(changes).length === 0) return;
       await this.repo.update(unit, current.key, fields);
       const after = { ...current, ...fields };
       await unit.emit({ type: 'license.updated', actor: principal.actor, occurredAt: this.clock(), license: snapshot(after), changes });
+    });
+  }
+
+  /**
+   * A new key for a leaked one (decisions.md, "Key rotation"): devices, purchases, trial and audit
+   * stay with the license; the old key is unknown from then on. `notify` queues the purchase e-mail
+   * (which carries the key) to the license's address, in the same unit (400 when it has none).
+   */
+  async rotateKey(principal: Principal, rawKey: string, options: { notify?: boolean } = {}): Promise<License> {
+    const key = normalizeLicenseKey(rawKey);
+    return this.units.run(async (unit) => {
+      const locked = await this.repo.lock(unit, key, principal.accountId);
+      if (!locked) throw notFound('License');
+      const rotated = { ...locked.license, key: generateLicenseKey() };
+      await this.repo.rekey(unit, key, rotated.key);
+      if (options.notify) await this.purchaseMail.queue(principal, rotated, unit);
+      const changes = { key: { from: key, to: rotated.key } };
+      await unit.emit({ type: 'license.updated', actor: principal.actor, occurredAt: this.clock(), license: snapshot(rotated), changes });
+      return (await this.repo.read(unit, rotated.key))!;
     });
   }
 
@@ -449,53 +499,94 @@ export class LicenseService {
   }
 
   /** Public API: anyone holding the key; an unknown key is `invalid_license`. `seal` signs inside the activation. */
-  publicActivate(key: string, productId: string | string[], device: DeviceInput, seal?: ActivationSeal): Promise<Activation & { token?: string }> {
-    return this.activate(key, toProductIds(productId), cleanDevice(device, PUBLIC_DEVICE_PATHS), PUBLIC_ACTOR, undefined, seal);
+  publicActivate(key: string, productId: string | string[], device: DeviceInput, seal?: ActivationSeal, outer?: Unit): Promise<Activation & { token?: string }> {
+    return this.activate(key, toProductIds(productId), cleanDevice(device, PUBLIC_DEVICE_PATHS), PUBLIC_ACTOR, undefined, seal, outer);
   }
 
-  private activate(rawKey: string, productIds: string[], device: DeviceInput, actor: Actor, accountId?: string, seal?: ActivationSeal): Promise<Activation & { token?: string }> {
+  private activate(
+    rawKey: string,
+    productIds: string[],
+    device: DeviceInput,
+    actor: Actor,
+    accountId?: string,
+    seal?: ActivationSeal,
+    outer?: Unit,
+  ): Promise<Activation & { token?: string }> {
     const key = normalizeLicenseKey(rawKey);
     return this.units.run(async (unit) => {
       const now = this.clock();
       const state = await this.repo.lockForActivation(unit, key, device.identifier, accountId);
       if (accountId !== undefined && !state) throw notFound('License');
-      const existing = state?.device ?? null;
+      const leaseSeconds = state?.leaseSeconds ?? null;
+      // Floating: lapsed leases leave first, with the license locked, so their slots are free for this
+      // activation at once and the count the slot check reads is of live leases only.
+      const released = state && leaseSeconds !== null ? await this.releaseLapsed(unit, state.license, now) : [];
+      const existing = state?.device && !released.some((d) => d.identifier === device.identifier) ? state.device : null;
       const verdict = evaluate(
-        { license: state?.license, fallbackEnabled: state?.fallbackEnabled ?? false, deviceActive: existing !== null, activeDeviceCount: state?.deviceCount ?? 0 },
+        {
+          license: state?.license,
+          fallbackEnabled: state?.fallbackEnabled ?? false,
+          deviceActive: existing !== null,
+          leaseExpiresAt: existing?.leaseExpiresAt,
+          activeDeviceCount: (state?.deviceCount ?? 0) - released.length,
+        },
         { productIds, needsSlot: true, now },
       );
       if (!verdict.ok) throw failureError(verdict.failure);
+      const leaseEnd = leaseSeconds === null ? null : now + leaseSeconds * 1000;
       // An active device re-activating keeps its slot and activation date; only its name changes,
       // and only a change of name is an event (re-activations with the same name are frequent).
       let active: Device;
       if (existing) {
         active = { ...existing, name: device.name };
+        // A re-activation on a floating product renews its lease, as a heartbeat does.
+        if (leaseEnd !== null && (await this.repo.renewLease(unit, key, device.identifier, now, leaseEnd))) active = { ...active, leaseExpiresAt: leaseEnd, lastSeenAt: now };
         if (existing.name !== device.name) {
           await this.repo.renameDevice(unit, key, device.identifier, device.name);
           const changes = { name: { from: existing.name, to: device.name } };
           await unit.emit({ type: 'device.updated', actor, occurredAt: now, license: snapshot(verdict.license), device: deviceSnapshot(active), changes });
         }
       } else {
-        active = { ...device, activationDate: now, activation: { id: timeOrderedId(now), actor, name: device.name } };
+        active = { ...device, activationDate: now, leaseExpiresAt: leaseEnd, lastSeenAt: now, activation: { id: timeOrderedId(now), actor, name: device.name } };
         await this.repo.addDevice(unit, key, active);
         await unit.emit({ type: 'device.activated', actor, occurredAt: now, license: snapshot(verdict.license), device: deviceSnapshot(active) });
       }
+      // A new device's row holds its activation time as lastSeenAt; a re-activation is a sighting.
+      if (existing && active.lastSeenAt !== now) this.sightings.seen(key, device.identifier, now);
       const activation: Activation = { license: verdict.license, device: active, status: verdict.status };
       const token = seal?.(activation);
       return token === undefined ? activation : { ...activation, token };
-    });
+    }, outer);
   }
 
   async publicValidate(rawKey: string, productId: string | string[], deviceIdentifier: string): Promise<PublicValidation> {
     const key = normalizeLicenseKey(rawKey);
     const identifier = cleanIdentifier(deviceIdentifier);
     const row = await this.lookups.run(() => this.repo.findForValidation(key, identifier));
+    const now = this.clock();
     const verdict = evaluate(
-      { license: row?.license, fallbackEnabled: row?.fallbackEnabled ?? false, deviceActive: row?.device != null },
-      { productIds: toProductIds(productId), requireActiveDevice: true, now: this.clock() },
+      { license: row?.license, fallbackEnabled: row?.fallbackEnabled ?? false, deviceActive: row?.device != null, leaseExpiresAt: row?.device?.leaseExpiresAt },
+      { productIds: toProductIds(productId), requireActiveDevice: true, now },
     );
     if (!verdict.ok) return { isValid: false, reason: verdict.failure };
-    return { isValid: true, status: verdict.status, license: verdict.license, device: row!.device! };
+    this.sightings.seen(key, identifier, now);
+    return { isValid: true, status: verdict.status, license: verdict.license, device: row!.device!, leaseSeconds: row!.leaseSeconds };
+  }
+
+  /**
+   * A floating device's heartbeat: the validation checks (a lapsed lease is `device_not_activated`),
+   * then its lease renewed to now + the product's lease length in one conditional write. On a
+   * node-locked product it is a validation.
+   */
+  async heartbeat(rawKey: string, productId: string | string[], deviceIdentifier: string): Promise<PublicValidation> {
+    const result = await this.publicValidate(rawKey, productId, deviceIdentifier);
+    // Node-locked, or a device activated before its product turned floating (it holds no lease).
+    if (!result.isValid || result.leaseSeconds === null || result.device.leaseExpiresAt == null) return result;
+    const now = this.clock();
+    const end = now + result.leaseSeconds * 1000;
+    const renewed = await this.units.run((unit) => this.repo.renewLease(unit, result.license.key, result.device.identifier, now, end));
+    if (!renewed) return { isValid: false, reason: 'device_not_activated' };
+    return { ...result, device: { ...result.device, leaseExpiresAt: end, lastSeenAt: now } };
   }
 
   /** Server API: the same checks; only the product and device the caller names are asked. */
@@ -505,10 +596,12 @@ export class LicenseService {
     const { license, fallbackEnabled } = found;
     const identifier = query.deviceIdentifier === undefined ? undefined : cleanIdentifier(query.deviceIdentifier);
     const device = identifier === undefined ? null : (license.activeDevices.find((d) => d.identifier === identifier) ?? null);
+    const now = this.clock();
     const verdict = evaluate(
-      { license, fallbackEnabled, deviceActive: device !== null },
-      { productIds: query.productId === undefined ? undefined : [query.productId], requireActiveDevice: identifier !== undefined, now: this.clock() },
+      { license, fallbackEnabled, deviceActive: device !== null, leaseExpiresAt: device?.leaseExpiresAt },
+      { productIds: query.productId === undefined ? undefined : [query.productId], requireActiveDevice: identifier !== undefined, now },
     );
+    if (verdict.ok && device) this.sightings.seen(license.key, device.identifier, now);
     return { isValid: verdict.ok, status: verdict.status!, license, device };
   }
 
@@ -526,7 +619,14 @@ export class LicenseService {
     });
   }
 
-  private async remove(unit: Unit, actor: Actor, license: LicenseRecord): Promise<void> {
+  /** Removes the floating license's devices whose lease lapsed by `now`, each with its event (actor `lease`). */
+  private async releaseLapsed(unit: Unit, license: FullLicenseRecord, now: number): Promise<Device[]> {
+    const released = await this.repo.releaseLapsed(unit, license.key, now);
+    for (const device of released) await unit.emit({ type: 'device.released', actor: LEASE_ACTOR, occurredAt: now, license: snapshot(license), device: deviceSnapshot(device) });
+    return released;
+  }
+
+  private async remove(unit: Unit, actor: Actor, license: FullLicenseRecord): Promise<void> {
     const devices = await this.repo.delete(unit, license.key);
     await unit.emit({ type: 'license.deleted', actor, occurredAt: this.clock(), license: snapshot(license), devices: devices.map(deviceSnapshot) });
   }

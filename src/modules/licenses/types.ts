@@ -1,5 +1,6 @@
 import type { DeviceActivation } from '../../core/events.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
+import type { Metadata } from './metadata.ts';
 
 export type LicenseType = 'perpetual' | 'timed';
 
@@ -7,6 +8,10 @@ export interface Device {
   identifier: string;
   name: string;
   activationDate: number;
+  /** A floating product's lease end (epoch ms); null on a node-locked product. */
+  leaseExpiresAt?: number | null;
+  /** Last activation, validation, token or heartbeat (coalesced: up to a minute behind, except leases); null before migration 018. */
+  lastSeenAt?: number | null;
   /** Read only where a change needs it (a device's removal), and given to addDevice for a new activation. */
   activation?: DeviceActivation;
 }
@@ -22,9 +27,18 @@ export interface LicenseRecord {
   email: string | null;
   maxDevices: number;
   createdAt: number;
+  /** Entitlement codes (core/entitlements.ts). */
+  entitlements: string[];
+  /** Started as a trial from the public API: a timed license like any other (no status of its own). */
+  trial: boolean;
+  /** The vendor's data: read with the full record (server views, changes), never by the public hot path. */
+  metadata?: Metadata;
 }
 
-export interface License extends LicenseRecord {
+/** A license record as read whole (metadata included): what changes and server views work on. */
+export type FullLicenseRecord = LicenseRecord & { metadata: Metadata };
+
+export interface License extends FullLicenseRecord {
   activeDevices: Device[];
 }
 
@@ -32,16 +46,27 @@ export interface License extends LicenseRecord {
 export interface ValidationRow {
   license: LicenseRecord;
   fallbackEnabled: boolean;
+  /** The product's lease length when it is floating, else null. */
+  leaseSeconds: number | null;
   device: Device | null;
 }
 
 /** What an activation reads with the license locked: one device and a count, never the whole list. */
 export interface ActivationState {
-  license: LicenseRecord;
+  license: FullLicenseRecord;
   fallbackEnabled: boolean;
+  /** The product's lease length when it is floating, else null. */
+  leaseSeconds: number | null;
   /** The asking device when it is already active. */
   device: Device | null;
   deviceCount: number;
+}
+
+/** A device seen at `at` (epoch ms), waiting to be written (device-sightings.ts). */
+export interface DeviceSighting {
+  key: string;
+  identifier: string;
+  at: number;
 }
 
 export interface LicensePage {
@@ -73,12 +98,12 @@ export interface SearchPosition {
 
 /** A license locked for a read-check-write unit, with what the checks need (its devices with their activations). */
 export interface LockedLicense {
-  license: LicenseRecord;
+  license: FullLicenseRecord;
   fallbackEnabled: boolean;
   devices: Device[];
 }
 
-export type LicenseFields = Partial<Omit<LicenseRecord, 'key' | 'accountId' | 'createdAt'>>;
+export type LicenseFields = Partial<Omit<FullLicenseRecord, 'key' | 'accountId' | 'createdAt'>>;
 
 /**
  * Storage of licenses and devices. Writes run inside a unit of work; reads take the caller's
@@ -92,7 +117,7 @@ export interface LicenseWithDevicePage {
 }
 
 export interface LicenseRepository {
-  insert(unit: Unit, license: LicenseRecord): Promise<void>;
+  insert(unit: Unit, license: FullLicenseRecord): Promise<void>;
   /** Inserts licenses with their devices in few statements (the import's batches). */
   insertMany(unit: Unit, licenses: License[]): Promise<void>;
   /** Which of `keys` exist, with the account owning each (any account: keys are global). */
@@ -109,7 +134,7 @@ export interface LicenseRepository {
   /** A page of the account's licenses matching `filter`, after `after`, in the filter's order (see the repository). */
   search(accountId: string, filter: LicenseFilter, now: number, options: { limit: number; after?: SearchPosition }): Promise<LicenseSummary[]>;
   /** Every license of the account's product (for a product's forced delete). */
-  listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<LicenseRecord[]>;
+  listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<FullLicenseRecord[]>;
   /** Reads the license (the account's, when given) and locks it against concurrent units until `unit` ends. */
   lock(unit: Unit, key: string, accountId?: string): Promise<LockedLicense | undefined>;
   /**
@@ -126,6 +151,11 @@ export interface LicenseRepository {
    */
   someDevices(unit: Unit, key: string, limit: number): Promise<{ devices: Device[]; count: number }>;
   update(unit: Unit, key: string, fields: LicenseFields): Promise<void>;
+  /**
+   * Gives the (locked) license `newKey`: its row, devices, purchases, portal resets, trial and audit
+   * entries move to it, and the old key is then unknown everywhere.
+   */
+  rekey(unit: Unit, oldKey: string, newKey: string): Promise<void>;
   /** Deletes the license with its devices; returns the devices it had, with their activations. */
   delete(unit: Unit, key: string): Promise<Device[]>;
   /** Inserts the device; its row holds `device.activation` when given. */
@@ -133,5 +163,11 @@ export interface LicenseRepository {
   /** Renames an active device; the name it had at activation stays with its activation. */
   renameDevice(unit: Unit, key: string, identifier: string, name: string): Promise<void>;
   removeDevice(unit: Unit, key: string, identifier: string): Promise<boolean>;
+  /** Moves a live lease's end to `end` and marks the device seen at `now`; false when the lease had lapsed (or the device is gone). */
+  renewLease(unit: Unit, key: string, identifier: string, now: number, end: number): Promise<boolean>;
+  /** Moves each device's lastSeenAt forward to its sighting (never back); a device gone meanwhile is skipped. */
+  touchDevices(unit: Unit, sightings: DeviceSighting[]): Promise<void>;
+  /** Deletes the license's devices whose lease ended at `now` or before; returns them, with their activations. */
+  releaseLapsed(unit: Unit, key: string, now: number): Promise<Device[]>;
   removeAllDevices(unit: Unit, key: string): Promise<void>;
 }

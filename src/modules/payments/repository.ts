@@ -1,4 +1,5 @@
 import type { Selectable } from 'kysely';
+import { decodeEntitlements, encodeEntitlements } from '../../core/entitlements.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
 import { bool, flag, type PaymentConnectionsTable, type PriceMappingsTable, type PurchasesTable } from '../../storage/schema.ts';
@@ -26,6 +27,7 @@ const toMapping = (r: Selectable<PriceMappingsTable>): PriceMapping => ({
   licenseType: r.license_type,
   offsetDays: r.offset_days,
   fixedExpiresAt: r.fixed_expires_at,
+  entitlements: r.entitlements === null ? null : decodeEntitlements(r.entitlements),
   createdAt: r.created_at,
   billing: r.billing,
   graceDays: r.grace_days,
@@ -144,6 +146,7 @@ export class SqlPaymentRepository implements PaymentRepository {
           license_type: m.licenseType,
           offset_days: m.offsetDays,
           fixed_expires_at: m.fixedExpiresAt,
+          entitlements: m.entitlements === null ? null : encodeEntitlements(m.entitlements),
           created_at: m.createdAt,
           billing: m.billing,
           grace_days: m.graceDays,

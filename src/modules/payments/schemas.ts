@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { PurchaseSnapshot } from '../../core/events.ts';
 import { toIso, toIsoOrNull } from '../../core/time.ts';
 import { Nullable, StringEnum, Timestamp } from '../../http/schema-helpers.ts';
+import { EntitlementsInput } from '../products/schemas.ts';
 import { PURCHASE_LIMIT_MAX, purchaseSnapshot } from './service.ts';
 import type { Connection, PriceMapping, Purchase } from './types.ts';
 
@@ -41,6 +42,7 @@ export const CreateMappingBody = Type.Object(
     fixedExpiresAt: Type.Optional(Type.String({ maxLength: 64, description: 'Timed: the same expiry for every license (ISO 8601 date-time or YYYY-MM-DD).' })),
     billing: Type.Optional(StringEnum(['one_time', 'subscription'], { description: 'one_time (default) or subscription: the license follows the subscription (licenseType timed, no offsetDays or fixedExpiresAt).' })),
     graceDays: Type.Optional(Type.Integer({ minimum: 0, maximum: 60, description: 'Subscription: days a license keeps working after an unpaid period end (default 7).' })),
+    entitlements: Type.Optional(EntitlementsInput),
   },
   { additionalProperties: false },
 );
@@ -54,6 +56,7 @@ export const PriceMappingReply = Type.Object({
   fixedExpiresAt: Nullable(Timestamp),
   billing: Type.String({ enum: ['one_time', 'subscription'] }),
   graceDays: Nullable(Type.Integer()),
+  entitlements: Nullable(Type.Array(Type.String(), { description: "What this price's licenses unlock; null: the product's default entitlements." })),
   createdAt: Timestamp,
 });
 
@@ -66,6 +69,7 @@ export const mappingView = (m: PriceMapping) => ({
   fixedExpiresAt: toIsoOrNull(m.fixedExpiresAt),
   billing: m.billing,
   graceDays: m.graceDays,
+  entitlements: m.entitlements,
   createdAt: toIso(m.createdAt),
 });
 

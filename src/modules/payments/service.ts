@@ -7,6 +7,7 @@ import type { SecretBox } from '../../core/secret-box.ts';
 import { parseTimestamp, toIsoOrNull } from '../../core/time.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { LicenseService } from '../licenses/service.ts';
+import { checkEntitlements } from '../../core/entitlements.ts';
 import type { ProductService } from '../products/service.ts';
 import { DEFAULT_GRACE_DAYS, type SubscriptionService } from '../subscriptions/service.ts';
 import type { SubscriptionRef } from '../subscriptions/types.ts';
@@ -23,6 +24,8 @@ export interface MappingInput {
   fixedExpiresAt?: string;
   billing?: 'one_time' | 'subscription';
   graceDays?: number;
+  /** What the licenses of this price unlock; absent: the product's default entitlements. */
+  entitlements?: string[];
 }
 
 /** What a notification did (the route answers 200 for all of them). */
@@ -236,7 +239,8 @@ export class PaymentService {
     const connection = await this.repo.findConnection(principal.accountId, providerName);
     if (!connection) throw new AppError('payments_not_connected', `Connect a ${providerName} account first: the price is checked there.`);
     if (!(await provider.priceExists(this.apiKey(connection), priceId))) throw invalidRequest('priceId', `no such price at ${providerName}`);
-    const mapping: PriceMapping = { accountId: principal.accountId, provider: providerName, priceId, productId, maxDevices: input.maxDevices, ...rule, createdAt: this.clock() };
+    const entitlements = input.entitlements === undefined ? null : checkEntitlements(input.entitlements, 'entitlements');
+    const mapping: PriceMapping = { accountId: principal.accountId, provider: providerName, priceId, productId, maxDevices: input.maxDevices, ...rule, entitlements, createdAt: this.clock() };
     await this.units.run(async (unit) => {
       await this.products.get(principal, productId, unit); // still there
       if (!(await this.repo.insertMapping(unit, mapping))) throw priceTaken(undefined);
@@ -533,6 +537,7 @@ export class PaymentService {
           email: purchase.email,
           // No address on the session: the license is made all the same; the operator sees it in purchases.
           sendEmail: purchase.email !== null,
+          ...(mapping.entitlements === null ? {} : { entitlements: mapping.entitlements }),
         },
         unit,
       );

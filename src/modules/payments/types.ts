@@ -25,6 +25,8 @@ export interface PriceMapping {
   licenseType: 'perpetual' | 'timed';
   offsetDays: number | null;
   fixedExpiresAt: number | null;
+  /** The entitlements its licenses get; null: the product's defaults at purchase time. */
+  entitlements: string[] | null;
   createdAt: number;
   billing: 'one_time' | 'subscription';
   /** Subscription mappings only (else null). */

@@ -3,6 +3,7 @@ import { Prepared } from '../../storage/prepared.ts';
 import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Insertable, Updateable } from 'kysely';
+import { decodeEntitlements, encodeEntitlements } from '../../core/entitlements.ts';
 import { bool, flag, type ProductRow, type ProductsTable } from '../../storage/schema.ts';
 import type { Product, ProductFields, ProductRepository } from './service.ts';
 
@@ -22,6 +23,9 @@ export const toProduct = (r: ProductRow): Product => ({
   actionButtonUrl: r.action_button_url,
   portalDeviceResetLimit: r.portal_device_reset_limit,
   portalDeviceResetWindowDays: r.portal_device_reset_window_days,
+  defaultEntitlements: decodeEntitlements(r.default_entitlements),
+  floating: { enabled: bool(r.floating_enabled), leaseSeconds: r.lease_seconds },
+  trial: { enabled: bool(r.trial_enabled), days: r.trial_days, maxDevices: r.trial_max_devices },
 });
 
 /** Maps the writable fields that are present to their columns. */
@@ -39,6 +43,16 @@ function columns(f: Partial<ProductFields> & { hasImage?: boolean }) {
   if (f.actionButtonUrl !== undefined) set.action_button_url = f.actionButtonUrl;
   if (f.portalDeviceResetLimit !== undefined) set.portal_device_reset_limit = f.portalDeviceResetLimit;
   if (f.portalDeviceResetWindowDays !== undefined) set.portal_device_reset_window_days = f.portalDeviceResetWindowDays;
+  if (f.defaultEntitlements !== undefined) set.default_entitlements = encodeEntitlements(f.defaultEntitlements);
+  if (f.floating !== undefined) {
+    set.floating_enabled = flag(f.floating.enabled);
+    set.lease_seconds = f.floating.leaseSeconds;
+  }
+  if (f.trial !== undefined) {
+    set.trial_enabled = flag(f.trial.enabled);
+    set.trial_days = f.trial.days;
+    set.trial_max_devices = f.trial.maxDevices;
+  }
   return set;
 }
 
@@ -73,6 +87,11 @@ export class SqlProductRepository implements ProductRepository {
 
   async get(accountId: string, id: string, unit?: Unit): Promise<Product | undefined> {
     const row = await readerOf(this.store, unit).first(this.q.owned.bind({ id, account: accountId }));
+    return row && toProduct(row);
+  }
+
+  async findAny(id: string, unit?: Unit): Promise<Product | undefined> {
+    const row = await readerOf(this.store, unit).first(this.db.selectFrom('products').selectAll().where('id', '=', id));
     return row && toProduct(row);
   }
 

@@ -1,6 +1,7 @@
 import { AppError, invalidRequest, notFound } from '../../core/errors.ts';
 import { newProductId } from '../../core/ids.ts';
 import { checkActionUrl } from '../../core/action-url.ts';
+import { checkEntitlements } from '../../core/entitlements.ts';
 import type { Principal } from '../../core/principal.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 
@@ -21,7 +22,28 @@ export interface Product {
   /** Portal device resets allowed per license within the window (operator API resets are not counted). */
   portalDeviceResetLimit: number;
   portalDeviceResetWindowDays: number;
+  /** Entitlements a new license of the product gets unless it is given its own (core/entitlements.ts). */
+  defaultEntitlements: string[];
+  /** Floating seats: each activation holds its slot as a lease of `leaseSeconds`, renewed by heartbeats. */
+  floating: FloatingSettings;
+  /** Trials started from the public API: a timed license of `days` for `maxDevices`, one per device. */
+  trial: TrialSettings;
 }
+
+export interface TrialSettings {
+  enabled: boolean;
+  days: number;
+  maxDevices: number;
+}
+
+export interface FloatingSettings {
+  enabled: boolean;
+  leaseSeconds: number;
+}
+
+export const LEASE_SECONDS_MIN = 60;
+export const LEASE_SECONDS_MAX = 86_400;
+export const LEASE_SECONDS_DEFAULT = 900;
 
 /** Fields an operator writes; everything else is set by the service. */
 export type ProductFields = Pick<
@@ -37,12 +59,20 @@ export type ProductFields = Pick<
   | 'actionButtonUrl'
   | 'portalDeviceResetLimit'
   | 'portalDeviceResetWindowDays'
+  | 'defaultEntitlements'
+  | 'floating'
+  | 'trial'
 >;
+
+/** What a PATCH sends: floating and trial settings may come one field at a time. */
+export type ProductInput = Partial<Omit<ProductFields, 'floating' | 'trial'>> & { floating?: Partial<FloatingSettings>; trial?: Partial<TrialSettings> };
 
 /** Storage of products; every query is scoped to the account in SQL, writes run in a unit. */
 export interface ProductRepository {
   insert(unit: Unit, product: Product): Promise<void>;
   get(accountId: string, id: string, unit?: Unit): Promise<Product | undefined>;
+  /** A product whatever its account (the public API's trials). */
+  findAny(id: string, unit?: Unit): Promise<Product | undefined>;
   list(accountId: string): Promise<Product[]>;
   /** Locks the account's product against concurrent units until `unit` ends. */
   lock(unit: Unit, accountId: string, id: string): Promise<Product | undefined>;
@@ -67,10 +97,18 @@ const DEFAULTS: Omit<ProductFields, 'name'> = {
   actionButtonUrl: null,
   portalDeviceResetLimit: 3,
   portalDeviceResetWindowDays: 30,
+  defaultEntitlements: [],
+  floating: { enabled: false, leaseSeconds: LEASE_SECONDS_DEFAULT },
+  trial: { enabled: false, days: 14, maxDevices: 1 },
 };
 
-function checkFields(fields: Partial<ProductFields>): Partial<ProductFields> {
-  const out = { ...fields };
+/** The input checked, its floating and trial settings completed from `current`. */
+function checkFields(fields: ProductInput, current: Pick<ProductFields, 'floating' | 'trial'> = DEFAULTS): Partial<ProductFields> {
+  const { floating, trial, ...rest } = fields;
+  const out: Partial<ProductFields> = { ...rest };
+  if (floating !== undefined) out.floating = { ...current.floating, ...floating };
+  if (trial !== undefined) out.trial = { ...current.trial, ...trial };
+  if (out.defaultEntitlements !== undefined) out.defaultEntitlements = checkEntitlements(out.defaultEntitlements, 'defaultEntitlements');
   if (out.name !== undefined) {
     out.name = out.name.trim();
     if (out.name.length === 0) throw invalidRequest('name', 'must not be empty');
@@ -94,7 +132,7 @@ export class ProductService {
     this.licenses = licenses;
   }
 
-  create(principal: Principal, fields: Partial<ProductFields> & { name: string }): Promise<Product> {
+  create(principal: Principal, fields: ProductInput & { name: string }): Promise<Product> {
     const product: Product = {
       ...DEFAULTS,
       ...(checkFields(fields) as ProductFields),
@@ -109,6 +147,11 @@ export class ProductService {
     });
   }
 
+  /** Any account's product, for the public API (trials): callers must reveal nothing of it but what the public may see. */
+  findPublic(id: string, unit?: Unit): Promise<Product | undefined> {
+    return this.repo.findAny(id, unit);
+  }
+
   async get(principal: Principal, id: string, unit?: Unit): Promise<Product> {
     const product = await this.repo.get(principal.accountId, id, unit);
     if (!product) throw notFound('Product');
@@ -119,11 +162,12 @@ export class ProductService {
     return this.repo.list(principal.accountId);
   }
 
-  update(principal: Principal, id: string, fields: Partial<ProductFields>): Promise<Product> {
-    const checked = checkFields(fields);
+  update(principal: Principal, id: string, fields: ProductInput): Promise<Product> {
+    checkFields(fields); // a bad field is a 400 before any store is asked
     return this.units.run(async (unit) => {
       const product = await this.repo.lock(unit, principal.accountId, id);
       if (!product) throw notFound('Product');
+      const checked = checkFields(fields, product);
       await this.repo.update(unit, principal.accountId, id, checked);
       return { ...product, ...checked };
     });

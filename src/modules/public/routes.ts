@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { EmptyResponse, errorResponses } from '../../http/schema-helpers.ts';
-import { deviceView, publicLicenseView } from '../licenses/schemas.ts';
+import { publicDeviceView, publicLicenseView } from '../licenses/schemas.ts';
 import type { ActivityCounter } from '../activity/service.ts';
-import type { ActivationSeal, LicenseService } from '../licenses/service.ts';
+import type { ActivationSeal, LicenseService, PublicValidation } from '../licenses/service.ts';
 import { PublicActivateBody, PublicActivationResult, PublicLicenseQuery, PublicValidationResult } from './schemas.ts';
 
 /** Seam for signed license tokens: a seal that signs a token when the product has tokens enabled. */
@@ -22,6 +22,12 @@ const tags = ['Public'];
 
 /** Public API, called from client apps: no API key, the license key travels in the body. */
 export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = async (app, { licenses, tokens, activity }) => {
+  /** Validate's answer (heartbeat's too): always 200; an invalid license gives null fields and a reason. */
+  const validationAnswer = (result: PublicValidation) => {
+    if (!result.isValid) return { isValid: false, status: null, device: null, license: null, reason: result.reason };
+    activity?.validated(result.license.accountId, result.license.productId);
+    return { isValid: true, status: result.status, device: publicDeviceView(result.device), license: publicLicenseView(result.license) };
+  };
 
   app.post(
     '/public/licenses/activate',
@@ -44,7 +50,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = asyn
         isValid: true,
         status: activation.status,
         ...(activation.token === undefined ? {} : { token: activation.token }),
-        device: deviceView(activation.device),
+        device: publicDeviceView(activation.device),
         license: publicLicenseView(activation.license),
       };
     },
@@ -64,10 +70,26 @@ export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = asyn
     },
     async (req) => {
       const { licenseKey, deviceIdentifier, productId } = req.body;
-      const result = await licenses.publicValidate(licenseKey, productId, deviceIdentifier);
-      if (!result.isValid) return { isValid: false, status: null, device: null, license: null, reason: result.reason };
-      activity?.validated(result.license.accountId, result.license.productId);
-      return { isValid: true, status: result.status, device: deviceView(result.device), license: publicLicenseView(result.license) };
+      return validationAnswer(await licenses.publicValidate(licenseKey, productId, deviceIdentifier));
+    },
+  );
+
+  app.post(
+    '/public/licenses/heartbeat',
+    {
+      schema: {
+        tags,
+        operationId: 'public-heartbeat',
+        summary: "Renew a floating device's lease",
+        description:
+          'Answers as validate. On a floating product the lease is renewed to now + the lease length; a lapsed lease is device_not_activated (activate again). On a node-locked product it is a validation.',
+        body: PublicLicenseQuery,
+        response: { 200: PublicValidationResult, ...errorResponses(400, 413, 415, 429) },
+      },
+    },
+    async (req) => {
+      const { licenseKey, deviceIdentifier, productId } = req.body;
+      return validationAnswer(await licenses.heartbeat(licenseKey, productId, deviceIdentifier));
     },
   );
 

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { Nullable, StringEnum } from '../../http/schema-helpers.ts';
 import type { Failure } from '../licenses/checks.ts';
-import { DeviceBody, DeviceIdentifier, DeviceName, PublicLicenseBody, ValidStatus } from '../licenses/schemas.ts';
+import { DeviceIdentifier, DeviceName, PublicDeviceBody, PublicLicenseBody, ValidStatus } from '../licenses/schemas.ts';
 
 export const LicenseKeyInput = Type.String({ minLength: 1, maxLength: 64 });
 
@@ -28,14 +28,14 @@ export const PublicActivationResult = Type.Object({
   isValid: Type.Boolean(),
   status: ValidStatus,
   token: Type.Optional(Type.String({ description: 'Signed license token; present when the product has license tokens enabled.' })),
-  device: DeviceBody,
+  device: PublicDeviceBody,
   license: PublicLicenseBody,
 });
 
 export const PublicValidationResult = Type.Object({
   isValid: Type.Boolean(),
   status: Nullable(ValidStatus),
-  device: Nullable(DeviceBody),
+  device: Nullable(PublicDeviceBody),
   license: Nullable(PublicLicenseBody),
   reason: Type.Optional(
     StringEnum<Failure>(['not_found', 'product_mismatch', 'revoked', 'expired', 'device_not_activated'], { description: 'Why the license is not valid.' }),

@@ -26,6 +26,9 @@ const fromSnapshot = (l: LicenseSnapshot, activeDevices: Device[]): License => (
   email: l.email,
   maxDevices: l.maxDevices,
   createdAt: l.createdAt,
+  entitlements: l.entitlements,
+  trial: l.trial,
+  metadata: l.metadata,
   activeDevices,
 });
 
@@ -59,6 +62,7 @@ export async function webhookBody(event: DomainEvent, eventId: string, devicesOf
       break;
     case 'device.activated':
     case 'device.removed':
+    case 'device.released':
       data = { license: await licenseData(event.license, devicesOf), device: deviceView(event.device) };
       break;
     case 'device.updated':

@@ -16,9 +16,11 @@ import * as m014LicenseChangeFeed from './014_license_change_feed.ts';
 import * as m015AccountId from './015_account_id.ts';
 import * as m016OutboxFairness from './016_outbox_fairness.ts';
 import * as m017Subscriptions from './017_subscriptions.ts';
+import * as m018LicensingModel from './018_licensing_model.ts';
 import * as m019AccountAudit from './019_account_audit.ts';
 import * as m020ApiKeyScopes from './020_api_key_scopes.ts';
 import * as m021PurchaseSubscription from './021_purchase_subscription_offers.ts';
+import * as m022Trials from './022_trials.ts';
 import * as m024Members from './024_members.ts';
 
 /**
@@ -44,9 +46,11 @@ export const migrations: Record<string, Migration> = {
   '015_account_id': m015AccountId,
   '016_outbox_fairness': m016OutboxFairness,
   '017_subscriptions': m017Subscriptions,
+  '018_licensing_model': m018LicensingModel,
   '019_account_audit': m019AccountAudit,
   '020_api_key_scopes': m020ApiKeyScopes,
   '021_purchase_subscription_offers': m021PurchaseSubscription,
+  '022_trials': m022Trials,
   '024_members': m024Members,
 };
 

@@ -15,6 +15,7 @@ export const TYPE_LABEL: Record<AuditEntry['type'], string> = {
   'device.activated': 'Device activated',
   'device.updated': 'Device renamed',
   'device.removed': 'Device removed',
+  'device.released': 'Lease lapsed: device released',
   'devices.reset': 'Devices reset',
 };
 
@@ -33,6 +34,8 @@ function actorLabel(actor: Actor, o: { apiKeys: Map<string, string>; principal: 
       return `Portal (${actor.email})`;
     case 'provider':
       return `Purchase (${actor.provider})`;
+    case 'lease':
+      return 'Lease (no heartbeat)';
   }
 }
 

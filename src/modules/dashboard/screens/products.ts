@@ -55,6 +55,9 @@ const NEW_PRODUCT = productValues({
   purchaseNote: null,
   actionButtonText: null,
   actionButtonUrl: null,
+  defaultEntitlements: [],
+  floating: { enabled: false, leaseSeconds: 900 },
+  trial: { enabled: false, days: 14, maxDevices: 1 },
 });
 
 function productForm(csrf: string, form: FormState, action: string, submit: string): SafeHtml {

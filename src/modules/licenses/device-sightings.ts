@@ -1,0 +1,52 @@
+import type { UnitRunner } from '../../core/unit-of-work.ts';
+import type { DeviceSighting, LicenseRepository } from './types.ts';
+
+/** How often the sightings are written: a device's lastSeenAt is written at most this often. */
+export const SIGHTINGS_FLUSH_MS = 60_000;
+
+/** Sightings written per unit: a flush of many devices commits in bounded steps. */
+const BATCH = 500;
+
+/**
+ * When each device was last seen (activation, validation, token, heartbeat), kept in memory and
+ * written once per flush (every minute, and at shutdown), so a validation costs a map update, not a
+ * write (decisions.md, "Licensing model"). A lease's renewal writes its time itself, exactly.
+ * A flush that fails keeps its sightings for the next one (newer ones win).
+ */
+export class DeviceSightings {
+  /** The latest time per device, by license key and identifier. */
+  private pending = new Map<string, DeviceSighting>();
+
+  constructor(
+    private readonly repo: Pick<LicenseRepository, 'touchDevices'>,
+    private readonly units: UnitRunner,
+  ) {}
+
+  seen(key: string, identifier: string, at: number): void {
+    // One entry per device: a key holds no newline (normalized keys), so the pair is unambiguous.
+    this.pending.set(`${key}\n${identifier}`, { key, identifier, at });
+  }
+
+  /** How many devices wait for the next flush. */
+  get size(): number {
+    return this.pending.size;
+  }
+
+  async flush(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const sightings = [...this.pending.values()];
+    this.pending = new Map();
+    for (let i = 0; i < sightings.length; i += BATCH) {
+      const batch = sightings.slice(i, i + BATCH);
+      try {
+        await this.units.run((unit) => this.repo.touchDevices(unit, batch));
+      } catch (error) {
+        for (const s of sightings.slice(i)) {
+          const id = `${s.key}\n${s.identifier}`;
+          if (!this.pending.has(id)) this.pending.set(id, s);
+        }
+        throw error;
+      }
+    }
+  }
+}

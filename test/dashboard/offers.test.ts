@@ -18,7 +18,7 @@ forEachStore('dashboard: offers', (kind) => {
           page: `/dashboard/products/${product.id}/offers`,
           action: `/dashboard/products/${product.id}/offers`,
           good: { kind: 'renewal', name: 'One more year', priceId: 'price_renew', extendDays: '365' },
-          bad: { fields: { kind: 'renewal', name: 'One more year', priceId: 'price_renew', extendDays: '0' }, message: 'Extend days must be at least 1.' },
+          bad: { fields: { kind: 'renewal', name: 'One more year', priceId: 'price_renew', extendDays: '0' }, message: 'Renewal: days added must be at least 1.' },
           state: offers(t.accountId),
           owned: true,
         };

@@ -39,6 +39,7 @@ forEachStore('license import', (kind) => {
       entitlements: [],
       metadata: {},
       trial: false,
+      subscription: null,
     });
     const second = await getLicense(t.auth, 'ZZZZZ-22222-YYYYY-33333-XXXXX');
     expect(second.body).toMatchObject({ type: 'timed', expiresAt: '2030-01-01T00:00:00.000Z', revoked: true, email: null, activeDevices: [], createdAt: '2024-02-01T00:00:00.000Z' });

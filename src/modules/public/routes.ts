@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { EmptyResponse, errorResponses } from '../../http/schema-helpers.ts';
 import { publicDeviceView, publicLicenseView } from '../licenses/schemas.ts';
 import type { ActivityCounter } from '../activity/service.ts';
-import type { ActivationSeal, LicenseService, PublicValidation } from '../licenses/service.ts';
+import type { Activation, ActivationSeal, LicenseService, PublicValidation } from '../licenses/service.ts';
 import { PublicActivateBody, PublicActivationResult, PublicLicenseQuery, PublicValidationResult } from './schemas.ts';
 
 /** Seam for signed license tokens: a seal that signs a token when the product has tokens enabled. */
@@ -19,6 +19,15 @@ export interface PublicRoutesOptions {
 }
 
 const tags = ['Public'];
+
+/** A public activation's answer (an activation, or a trial's first one): the device, the license and, where tokens are on, the token. */
+export const activationAnswer = (activation: Activation & { token?: string }) => ({
+  isValid: true as const,
+  status: activation.status,
+  ...(activation.token === undefined ? {} : { token: activation.token }),
+  device: publicDeviceView(activation.device),
+  license: publicLicenseView(activation.license),
+});
 
 /** Public API, called from client apps: no API key, the license key travels in the body. */
 export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = async (app, { licenses, tokens, activity }) => {
@@ -46,13 +55,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox<PublicRoutesOptions> = asyn
       const seal = tokens ? await tokens.sealForActivation(productId) : undefined;
       const activation = await licenses.publicActivate(licenseKey, productId, { identifier: deviceIdentifier, name: deviceName }, seal);
       activity?.activated(activation.license.accountId, activation.license.productId);
-      return {
-        isValid: true,
-        status: activation.status,
-        ...(activation.token === undefined ? {} : { token: activation.token }),
-        device: publicDeviceView(activation.device),
-        license: publicLicenseView(activation.license),
-      };
+      return activationAnswer(activation);
     },
   );
 

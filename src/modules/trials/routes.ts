@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { errorResponses } from '../../http/schema-helpers.ts';
-import { publicDeviceView, publicLicenseView } from '../licenses/schemas.ts';
 import { PublicActivationResult } from '../public/schemas.ts';
-import type { TokenIssuer } from '../public/routes.ts';
+import { activationAnswer, type TokenIssuer } from '../public/routes.ts';
 import { StartTrialBody } from './schemas.ts';
 import type { TrialService } from './service.ts';
 
@@ -32,13 +31,7 @@ export const trialRoutes: FastifyPluginAsyncTypebox<TrialRoutesOptions> = async 
     async (req) => {
       const seal = tokens ? await tokens.sealForActivation(req.body.productId) : undefined;
       const activation = await trials.start(req.body, seal);
-      return {
-        isValid: true,
-        status: activation.status,
-        ...(activation.token === undefined ? {} : { token: activation.token }),
-        device: publicDeviceView(activation.device),
-        license: publicLicenseView(activation.license),
-      };
+      return activationAnswer(activation);
     },
   );
 };

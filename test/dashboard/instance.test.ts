@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest';
 import { createTenant, useTestApp } from '../support/app.ts';
 import { signIn, textOf } from '../support/dashboard.ts';
+import { addMember } from '../support/members.ts';
 import { forEachStore } from '../support/stores.ts';
 
 forEachStore('dashboard instance administration', (kind) => {
@@ -49,6 +50,17 @@ forEachStore('dashboard instance administration', (kind) => {
     expect((await browser.request('GET', '/dashboard/instance/accounts')).status).toBe(404);
     await browser.request('GET', '/dashboard/account');
     const set = await browser.request('POST', `/dashboard/instance/accounts/${other.accountId}/plan`, { plan: 'plus', csrf: browser.csrf });
+    expect(set.status).toBe(404);
+    expect(await planOf(other.accountId)).toBe('free');
+  });
+
+  it("is the first account's own sign-in's alone: an owner invited to that account finds nothing and changes no plan", async () => {
+    const first = (await ctx.services.accounts.findById(await firstId()))!;
+    const other = await createTenant(ctx);
+    const member = await addMember(ctx, await signIn(ctx, first.email), 'owner');
+    expect((await member.browser.request('GET', '/dashboard/instance/accounts')).status).toBe(404);
+    expect((await member.browser.request('GET', '/dashboard/account')).body).not.toContain('/dashboard/instance/accounts');
+    const set = await member.browser.request('POST', `/dashboard/instance/accounts/${other.accountId}/plan`, { plan: 'plus', csrf: member.browser.csrf });
     expect(set.status).toBe(404);
     expect(await planOf(other.accountId)).toBe('free');
   });

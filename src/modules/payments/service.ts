@@ -439,23 +439,12 @@ export class PaymentService {
     // Refunded or disputed before this event got through (it was being retried): recorded as such, no license.
     const reversed = paid.paymentId ? await this.repo.earlyReversal(unit, principal.accountId, providerName, paid.paymentId) : undefined;
     const mapped = reversed ? [] : items.filter((i) => i.priceId !== null && mappings.has(i.priceId));
-    const purchase: Purchase = {
-      id: newPurchaseId(),
-      accountId: principal.accountId,
-      provider: providerName,
-      sessionId: paid.sessionId,
-      paymentId: paid.paymentId,
-      email: paid.email,
-      amountTotal: paid.amountTotal,
-      currency: paid.currency,
+    const purchase = newPurchase(principal, providerName, paid, now, {
       // Any item the operator has not mapped needs their attention, even beside mapped ones.
       status: reversed ?? (mapped.length === items.length && items.length > 0 ? 'fulfilled' : 'unmapped'),
       kind: subscription ? 'subscription' : 'new',
       subscriptionId: subscription?.ref.subscriptionId ?? null,
-      invoiceId: paid.invoiceId,
-      createdAt: now,
-      licenseKeys: [],
-    };
+    });
     if (!(await this.repo.insertPurchase(unit, purchase, paid.email ? normalizeEmail(paid.email) : null))) return { outcome: 'duplicate' };
     await this.createLicenses(unit, principal, purchase, mapped, mappings, subscription, now);
     await unit.emit({ type: 'purchase.completed', actor: principal.actor, occurredAt: now, purchase: purchaseSnapshot(purchase) });
@@ -479,22 +468,11 @@ export class PaymentService {
       });
       const priceIds = items.flatMap((i) => (i.priceId ? [i.priceId] : []));
       const offer = license && (await this.offers.find(unit, license, providerName, priceIds));
-      const purchase: Purchase = {
-        id: newPurchaseId(),
-        accountId: principal.accountId,
-        provider: providerName,
-        sessionId: paid.sessionId,
-        paymentId: paid.paymentId,
-        email: paid.email,
-        amountTotal: paid.amountTotal,
-        currency: paid.currency,
+      const purchase = newPurchase(principal, providerName, paid, now, {
         status: reversed ?? (offer ? 'fulfilled' : 'unmatched'),
         kind: offer?.kind ?? 'new',
         subscriptionId: null,
-        invoiceId: paid.invoiceId,
-        createdAt: now,
-        licenseKeys: [],
-      };
+      });
       if (!(await this.repo.insertPurchase(unit, purchase, paid.email ? normalizeEmail(paid.email) : null))) return { outcome: 'duplicate' };
       if (license && offer && !reversed) {
         const applied = await this.offers.apply(unit, principal, license, offer, paid.email ?? license.email);
@@ -631,6 +609,24 @@ const priceTaken = (mapping: PriceMapping | undefined): AppError =>
   new AppError('price_already_mapped', mapping ? `The price is mapped to product ${mapping.productId} already.` : 'The price is mapped to a product already.');
 
 /** The expiry a mapping gives a license made at `now` (ISO, as the license service takes it). */
+/** A purchase as a paid checkout records it; how it was fulfilled is the caller's. */
+function newPurchase(principal: Principal, providerName: string, paid: PaidPurchase, now: number, outcome: Pick<Purchase, 'status' | 'kind' | 'subscriptionId'>): Purchase {
+  return {
+    id: newPurchaseId(),
+    accountId: principal.accountId,
+    provider: providerName,
+    sessionId: paid.sessionId,
+    paymentId: paid.paymentId,
+    email: paid.email,
+    amountTotal: paid.amountTotal,
+    currency: paid.currency,
+    ...outcome,
+    invoiceId: paid.invoiceId,
+    createdAt: now,
+    licenseKeys: [],
+  };
+}
+
 function expiryOf(m: PriceMapping, now: number): string | null {
   if (m.licenseType === 'perpetual') return null;
   return new Date(m.fixedExpiresAt ?? now + m.offsetDays! * DAY).toISOString();

@@ -170,7 +170,7 @@ const headerRows = (caption: string, headers: Headers) =>
   table(
     caption,
     ['Header', 'Value'],
-    Object.entries(headers).map(([name, value]) => html`<tr><td><code>${name}</code></td><td class="wrap"><code>${value}</code></td></tr>`),
+    Object.entries(headers).map(([name, value]) => html`<tr><td><code>${name}</code></td><td><code>${value}</code></td></tr>`),
   );
 
 /** Pretty-printed when it is JSON (most receivers answer JSON or text), else as it came. */
@@ -189,7 +189,7 @@ function attemptSection(a: AttemptExchange, n: number, deliveryId: string): Safe
     : html`<p class="hint">Nothing was sent${a.error ? html` (${a.error})` : ''}, or the attempt predates request logging.</p>`;
   const response = a.response
     ? html`<p>HTTP ${a.statusCode}</p>${headerRows(`Response headers of attempt ${n}`, a.response.headers)}
-<h4>Response body</h4>${a.response.body === '' ? html`<p class="hint">Empty.</p>` : html`<pre class="code" aria-label="Response body of attempt ${n}">${a.response.body}</pre>`}${
+<h4>Response body</h4>${a.response.body === '' ? html`<p class="hint">Empty.</p>` : html`<pre class="key-block" aria-label="Response body of attempt ${n}">${a.response.body}</pre>`}${
         a.response.truncated ? html`<p class="hint">Truncated: the first ${RESPONSE_BODY_MAX / 1024} KiB are shown.</p>` : ''
       }`
     : html`<p class="hint">No answer came.</p>`;
@@ -220,7 +220,7 @@ async function deliveryPage(req: FastifyRequest, reply: FastifyReply, services: 
 <div><dt>Next retry</dt><dd>${nextRetry(d)}</dd></div>
 <div><dt>Delivered</dt><dd>${when(d.deliveredAt, 'Not yet')}</dd></div>
 </dl>
-<section class="spaced" aria-labelledby="request-body-title"><h2 id="request-body-title">Request body</h2><pre class="code" aria-label="Request body">${bodyText(d.body)}</pre></section>
+<section class="spaced" aria-labelledby="request-body-title"><h2 id="request-body-title">Request body</h2><pre class="key-block" aria-label="Request body">${bodyText(d.body)}</pre></section>
 <section class="spaced" aria-labelledby="attempts-title"><h2 id="attempts-title">Attempts</h2>${
       d.log.length === 0 ? html`<p class="hint">No attempt yet.</p>` : d.log.map((a, i) => attemptSection(a, i + 1, d.id))
     }</section>`,

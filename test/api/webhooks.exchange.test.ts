@@ -54,7 +54,7 @@ forEachStore('webhooks API: test events and attempt details', (kind) => {
     await createLicense(ctx, tenant, (await createProduct(ctx, tenant)).id);
     const [row] = await waitFor(async () => {
       const r = await rows(endpoint.id);
-      return r.length > 0 && r;
+      return r.length > 0 ? r : undefined;
     });
     const shown = await waitFor(async () => {
       const d = await detail(endpoint.id, row!.id);

@@ -235,7 +235,7 @@ forEachStore('dashboard webhooks', (kind) => {
       expect(textOf((await browser.request('GET', sent.headers.location as string)).body)).toContain('A test event (ping) is queued');
       const [row] = await waitFor(async () => {
         const r = await deliveries(ctx, e.id)();
-        return r.length > 0 && Number(r[0]!.attempts) > 0 && r;
+        return r.length > 0 && Number(r[0]!.attempts) > 0 ? r : undefined;
       });
       const list = await browser.request('GET', `/dashboard/webhooks/${e.id}`);
       expect(list.body).toContain(`href="/dashboard/webhooks/${e.id}/deliveries/${row!.id}"`);

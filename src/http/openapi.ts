@@ -1,7 +1,7 @@
 import type { TSchema } from 'typebox';
 import { routeKey } from './api-access.ts';
 import { PublicJwkBody, TokenConfigBody } from '../modules/license-tokens/schemas.ts';
-import { DeviceBody, LicensePageBody, PublicDeviceBody, PublicLicenseBody, ServerDeviceBody, ServerValidationBody } from '../modules/licenses/schemas.ts';
+import { LicensePageBody, PublicDeviceBody, PublicLicenseBody, ServerDeviceBody, ServerValidationBody } from '../modules/licenses/schemas.ts';
 import { DeliveryBody, DeliveryDetailBody, DeliveryPageBody, WebhookEndpointBody } from '../modules/webhooks/schemas.ts';
 import { ErrorBody } from './schema-helpers.ts';
 
@@ -14,8 +14,8 @@ import { ErrorBody } from './schema-helpers.ts';
  */
 export const NAMED_SCHEMAS: Readonly<Record<string, TSchema>> = {
   Error: ErrorBody,
-  Device: DeviceBody,
-  ServerDevice: ServerDeviceBody,
+  /** A device as the server API shows it (the public API's is PublicDevice). */
+  Device: ServerDeviceBody,
   PublicDevice: PublicDeviceBody,
   PublicLicense: PublicLicenseBody,
   LicensePage: LicensePageBody,
@@ -45,6 +45,27 @@ export function canonical(value: unknown): string {
       .join(',')}}`;
   }
   return JSON.stringify(value);
+}
+
+/**
+ * A route schema as @fastify/swagger writes it into the document (lib/spec/openapi/utils.js,
+ * convertJsonSchemaToOpenapi3), so that a named schema is recognised wherever the document holds it:
+ * no `$id`, a bare `$ref: "License"` points into components, `const` is a one-value `enum`, and a
+ * TypeBox Record's patternProperties is `additionalProperties`.
+ */
+function asDocumentSchema(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(asDocumentSchema);
+  if (!isObject(node)) return node;
+  if (typeof node.$ref === 'string') return { $ref: node.$ref.startsWith('#') ? node.$ref : `#/components/schemas/${node.$ref}` };
+  const out: Json = {};
+  for (const [k, v] of Object.entries(node)) {
+    if (k === '$id' || k === '$schema' || k === 'definitions') continue;
+    if (k === 'const') out.enum = [v];
+    else if (k === 'patternProperties' && isObject(v)) out.additionalProperties = asDocumentSchema(Object.values(v)[0]);
+    else if (k === 'properties' && isObject(v)) out.properties = Object.fromEntries(Object.entries(v).map(([name, prop]) => [name, asDocumentSchema(prop)]));
+    else out[k] = asDocumentSchema(v);
+  }
+  return out;
 }
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -78,27 +99,24 @@ const fastifyPath = (path: string) => path.replace(/\{([^}]+)\}/g, ':$1');
 export function nameDocumentSchemas<T extends object>(given: T, serverApiRoutes: readonly string[]): T {
   const document = given as Document;
   const components: Record<string, Json> = { ...(document.components?.schemas ?? {}) };
-  for (const [name, schema] of Object.entries(NAMED_SCHEMAS)) components[name] ??= JSON.parse(JSON.stringify(schema)) as Json;
+  for (const [name, schema] of Object.entries(NAMED_SCHEMAS)) components[name] ??= asDocumentSchema(JSON.parse(JSON.stringify(schema))) as Json;
   const names = new Map<string, string>(Object.entries(components).map(([name, schema]) => [canonical(schema), name]));
-  const schemas: Record<string, Json> = Object.fromEntries(
+  const server = new Set(serverApiRoutes);
+  for (const [path, methods] of Object.entries(document.paths ?? {})) {
+    for (const [method, op] of Object.entries(methods)) {
+      op.security = server.has(routeKey(method.toUpperCase(), fastifyPath(path))) ? [{ apiKey: [] }] : [];
+      // An answer of its own shape is named after the first operation answering it.
+      const schema = op.responses?.['200']?.content?.['application/json']?.schema;
+      if (!schema || !nameable(schema) || !op.operationId || names.has(canonical(schema))) continue;
+      const name = `${pascal(op.operationId)}Answer`;
+      names.set(canonical(schema), name);
+      components[name] = schema;
+    }
+  }
+  // Then every copy of a named shape, in the paths and inside other components, becomes its $ref.
+  const schemas = Object.fromEntries(
     Object.entries(components).map(([name, schema]) => [name, refer(schema, new Map([...names].filter(([, n]) => n !== name))) as Json]),
   );
   const paths = refer(document.paths ?? {}, names) as NonNullable<Document['paths']>;
-  const server = new Set(serverApiRoutes);
-  for (const [path, methods] of Object.entries(paths)) {
-    for (const [method, op] of Object.entries(methods)) {
-      op.security = server.has(routeKey(method.toUpperCase(), fastifyPath(path))) ? [{ apiKey: [] }] : [];
-      const json = op.responses?.['200']?.content?.['application/json'];
-      if (!json?.schema || !nameable(json.schema) || !op.operationId) continue;
-      const key = canonical(json.schema);
-      let name = names.get(key);
-      if (!name) {
-        name = `${pascal(op.operationId)}Answer`;
-        names.set(key, name);
-        schemas[name] = json.schema;
-      }
-      json.schema = ref(name);
-    }
-  }
   return { ...document, paths, components: { ...document.components, schemas } } as T;
 }

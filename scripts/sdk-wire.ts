@@ -29,9 +29,21 @@ type Schema = {
 export const SDK_WIRE_FILES = ['packages/client/src/wire.generated.ts', 'packages/node/src/wire.generated.ts'];
 
 const refName = (ref: string): string => `Wire${ref.split('/').pop()}`;
+const componentName = (ref: string): string => ref.split('/').pop()!;
+
+/**
+ * The components the SDKs name (WireLicense, WireProduct). The document names more (src/http/openapi.ts);
+ * those are written out where they are used, so the SDKs' types stay what they were.
+ */
+const NAMED = new Set(['License', 'Product']);
+let components: Record<string, Schema> = {};
+
+/** A `$ref` to a component the SDKs do not name: the component itself. */
+const deref = (schema: Schema): Schema => (schema.$ref && !NAMED.has(componentName(schema.$ref)) ? deref(components[componentName(schema.$ref)]!) : schema);
 
 /** JSON Schema (as the route schemas emit it) to a TypeScript type expression. */
 function emit(schema: Schema, indent = ''): string {
+  if (schema.$ref && !NAMED.has(componentName(schema.$ref))) return emit(deref(schema), indent);
   if (schema.$ref) return refName(schema.$ref);
   if (schema.anyOf) return schema.anyOf.map((s) => emit(s, indent)).join(' | ');
   const types = schema.type === undefined ? [] : Array.isArray(schema.type) ? schema.type : [schema.type];
@@ -65,13 +77,14 @@ export async function generateSdkWire(): Promise<string> {
   try {
     await app.ready();
     const doc = app.swagger() as unknown as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: Schema }> }> }>>; components: { schemas: Record<string, Schema> } };
-    const ok = (path: string, method: string): Schema => doc.paths[`/api/v1${path}`]![method]!.responses['200']!.content!['application/json']!.schema;
+    components = doc.components.schemas;
+    const ok = (path: string, method: string): Schema => deref(doc.paths[`/api/v1${path}`]![method]!.responses['200']!.content!['application/json']!.schema);
     const publicValidation = ok('/public/licenses/validate', 'post');
     const serverValidation = ok('/licenses/validate', 'post');
     const types: [string, Schema][] = [
-      ...Object.entries(doc.components.schemas).map(([name, schema]) => [`Wire${name}`, schema] as [string, Schema]),
-      ['WireDevice', doc.components.schemas.License!.properties!.activeDevices!.items!],
-      ['WirePublicLicense', nonNull(publicValidation.properties!.license!)],
+      ...[...NAMED].map((name) => [`Wire${name}`, components[name]!] as [string, Schema]),
+      ['WireDevice', deref(components.License!.properties!.activeDevices!.items!)],
+      ['WirePublicLicense', nonNull(deref(publicValidation.properties!.license!))],
       ['WireLicenseStatus', serverValidation.properties!.status!],
       ['WireValidationReason', publicValidation.properties!.reason!],
       ['WirePublicActivation', ok('/public/licenses/activate', 'post')],

@@ -6,6 +6,7 @@ import type { Config } from './config.ts';
 import { AccessLog, loggerOptions, requestLogger } from './http/access-log.ts';
 import { requireApiKey } from './http/auth.ts';
 import { documentIdempotencyKey, registerIdempotency } from './http/idempotency.ts';
+import { nameDocumentSchemas } from './http/openapi.ts';
 import { Metrics, registerMetrics } from './http/metrics.ts';
 import { registerRateLimits } from './http/rate-limit.ts';
 import { clientErrorHandler, frameworkErrors, refuseWhileClosing, registerErrorHandling } from './http/errors.ts';
@@ -101,7 +102,8 @@ export async function buildApp({ config, services, logger = true, logStream, mai
     // Shared schemas appear under their $id (License, Product) rather than def-0, def-1.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     // Only an OpenAPI document is generated here (never Swagger 2.0's swaggerObject).
-    transformObject: (document) => ('openapiObject' in document ? documentIdempotencyKey(document.openapiObject) : document.swaggerObject),
+    transformObject: (document) =>
+      'openapiObject' in document ? nameDocumentSchemas(documentIdempotencyKey(document.openapiObject), app.serverApiRoutes) : document.swaggerObject,
   });
   app.addSchema(LicenseBody);
   app.addSchema(ProductBody);

@@ -44,6 +44,8 @@ export const API_ACCESS: Readonly<Record<string, Area>> = {
   'PATCH /api/v1/webhooks/:webhookId': 'webhooks',
   'DELETE /api/v1/webhooks/:webhookId': 'webhooks',
   'GET /api/v1/webhooks/:webhookId/deliveries': 'webhooks',
+  'GET /api/v1/webhooks/:webhookId/deliveries/:deliveryId': 'webhooks',
+  'POST /api/v1/webhooks/:webhookId/test': 'webhooks',
   'POST /api/v1/webhooks/:webhookId/deliveries/:deliveryId/redeliver': 'webhooks',
 
   'PUT /api/v1/payments/stripe': 'payments',

@@ -326,6 +326,14 @@ export interface WebhookAttemptsTable {
   duration_ms: number;
   success: Bool;
   error: string | null;
+  /** JSON object (migration 031): the headers sent, the signature included (never the secret). */
+  request_headers: string | null;
+  /** JSON object: the answer's headers, null when no answer came. */
+  response_headers: string | null;
+  /** The answer's first 4 KiB, as UTF-8. */
+  response_body: string | null;
+  /** Whether the answer had more than `response_body` holds. */
+  response_truncated: ColumnType<boolean | number, number | undefined, number>;
 }
 
 /** The audit log of license changes (migration 007); no foreign key: a deleted license's rows stay. */

@@ -51,13 +51,15 @@ forEachStore('Idempotency-Key: stored answers that hold a secret', (kind) => {
   });
 
   it('every server-API answer with a secret in its schema is one the routes mark as holding a secret (webhook creation only)', async () => {
-    type Schema = { properties?: Record<string, unknown> };
+    type Schema = { $ref?: string; properties?: Record<string, unknown> };
     type Operation = { responses?: Record<string, { content?: Record<string, { schema?: Schema }> }> };
-    const doc = (await call(ctx, { method: 'GET', url: '/api/v1/openapi.json' })).body as { paths: Record<string, Record<string, Operation>> };
+    const doc = (await call(ctx, { method: 'GET', url: '/api/v1/openapi.json' })).body as { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Schema> } };
+    // Named answers are components (src/http/openapi.ts).
+    const resolved = (s: Schema | undefined) => (s?.$ref ? doc.components.schemas[s.$ref.split('/').pop()!] : s);
     const withSecret: string[] = [];
     for (const [path, operations] of Object.entries(doc.paths)) {
       for (const [method, operation] of Object.entries(operations)) {
-        const schemas = Object.values(operation.responses ?? {}).flatMap((r) => Object.values(r.content ?? {}).map((c) => c.schema));
+        const schemas = Object.values(operation.responses ?? {}).flatMap((r) => Object.values(r.content ?? {}).map((c) => resolved(c.schema)));
         if (schemas.some((s) => s?.properties !== undefined && 'secret' in s.properties)) withSecret.push(`${method} ${path}`);
       }
     }

@@ -9,7 +9,7 @@ export interface ReceivedWebhook {
 }
 
 /** How the receiver answers one request: a status, or a fault. */
-export type Behaviour = number | 'hang' | 'close' | { delayMs: number; status: number };
+export type Behaviour = number | 'hang' | 'close' | { delayMs?: number; status: number; body?: string; headers?: Record<string, string> };
 
 /**
  * A loopback webhook receiver for tests: records every request (raw body and headers) and
@@ -60,8 +60,8 @@ export class WebhookReceiver {
         req.socket.destroy();
         return;
       }
-      const { delayMs, status } = typeof behaviour === 'number' ? { delayMs: 0, status: behaviour } : behaviour;
-      setTimeout(() => res.writeHead(status, { 'content-type': 'text/plain' }).end(String(status)), delayMs);
+      const { delayMs = 0, status, body: answer = String(status), headers = {} } = typeof behaviour === 'number' ? { status: behaviour } : behaviour;
+      setTimeout(() => res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end(answer), delayMs);
     });
   }
 

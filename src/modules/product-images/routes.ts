@@ -64,7 +64,18 @@ export const publicProductImageRoutes: FastifyPluginAsyncTypebox<{ images: Produ
   app.get(
     '/public/products/:productId/image',
     {
-      schema: { tags: ['Public'], operationId: 'public-get-product-image', summary: "A product's image", description: 'The raw bytes with their type; cacheable, revalidated by ETag.', params: ProductParams },
+      schema: {
+        tags: ['Public'],
+        operationId: 'public-get-product-image',
+        summary: "A product's image",
+        description: 'The raw bytes with their type; cacheable, revalidated by ETag.',
+        params: ProductParams,
+        response: {
+          200: Type.Unsafe<Buffer>({ description: 'The image: image/png, image/jpeg or image/webp bytes.' }),
+          304: Type.Unsafe<void>({ description: 'Not modified: If-None-Match names the current ETag.' }),
+          ...errorResponses(404),
+        },
+      },
     },
     async (req, reply) => {
       const image = await images.get(req.params.productId);

@@ -100,6 +100,9 @@ export class WebhookDeliverer implements JobConsumer {
         durationMs: answer.durationMs,
         success,
         error,
+        // What was sent: the signature header is shown (it only proves this one body), the secret never is.
+        requestHeaders: answer.requestHeaders,
+        response: answer.answer,
         status,
         nextAttemptAt: status === 'pending' ? retryAt : null,
       });

@@ -91,6 +91,14 @@ export async function webhookBody(event: DomainEvent, eventId: string, devicesOf
   return JSON.stringify({ id: eventId, type: event.type, createdAt: toIso(event.occurredAt), data });
 }
 
+/** The type of the test event an operator sends on demand; no endpoint subscribes to it, each gets it only when asked. */
+export const PING_EVENT = 'ping';
+
+/** The test event's body: the usual envelope, `data` naming the endpoint it was sent to. */
+export function pingBody(eventId: string, endpoint: { id: string; url: string }, at: number): string {
+  return JSON.stringify({ id: eventId, type: PING_EVENT, createdAt: toIso(at), data: { endpoint: { id: endpoint.id, url: endpoint.url } } });
+}
+
 /** `Tessera-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, keyed with the whole `whsec_...` string. */
 export function signatureHeader(secret: string, body: string, unixSeconds: number): string {
   const mac = createHmac('sha256', secret).update(`${unixSeconds}.${body}`).digest('hex');

@@ -5,7 +5,7 @@ import { type Selectable, sql, type Updateable } from 'kysely';
 import { bool, flag, type WebhookEndpointsTable } from '../../storage/schema.ts';
 import { Prepared } from '../../storage/prepared.ts';
 import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
-import type { AttemptOutcome, DeliveryStatus, DeliveryTarget, DeliveryWithAttempts, EndpointFields, NewDelivery, WebhookEndpoint, WebhookRepository } from './types.ts';
+import type { AttemptExchange, AttemptOutcome, DeliveryDetail, DeliveryStatus, DeliveryTarget, DeliveryWithAttempts, EndpointFields, NewDelivery, WebhookEndpoint, WebhookRepository } from './types.ts';
 
 const toEndpoint = (r: Selectable<WebhookEndpointsTable>): WebhookEndpoint => ({
   id: r.id,
@@ -23,7 +23,19 @@ const num = (v: number | string | null): number | null => (v === null ? null : N
 const PURGE_CHUNK = 5000;
 
 type DeliveryParams = { id: string; endpoint: string; account: string; event: string; type: string; body: string; at: number };
-type AttemptParams = { id: string; delivery: string; at: number; code: number | null; ms: number; success: number; error: string | null };
+type AttemptParams = {
+  id: string;
+  delivery: string;
+  at: number;
+  code: number | null;
+  ms: number;
+  success: number;
+  error: string | null;
+  requestHeaders: string | null;
+  responseHeaders: string | null;
+  responseBody: string | null;
+  truncated: number;
+};
 type OutcomeParams = { delivery: string; status: string; code: number | null; next: number | null; delivered: number | null };
 
 /** The statements run for every event and every delivery attempt: built and compiled once. */
@@ -65,6 +77,10 @@ function webhookStatements(store: Store) {
         duration_ms: p('ms'),
         success: p('success'),
         error: p('error'),
+        request_headers: p('requestHeaders'),
+        response_headers: p('responseHeaders'),
+        response_body: p('responseBody'),
+        response_truncated: p('truncated'),
       }),
     ),
     outcome: new Prepared<OutcomeParams, never>((p) =>
@@ -176,7 +192,7 @@ export class SqlWebhookRepository implements WebhookRepository {
     const attempts = await this.store.read.all(
       this.db
         .selectFrom('webhook_attempts')
-        .selectAll()
+        .select(['delivery_id', 'attempted_at', 'status_code', 'duration_ms', 'success', 'error'])
         .where(
           'delivery_id',
           'in',
@@ -199,6 +215,39 @@ export class SqlWebhookRepository implements WebhookRepository {
         .filter((a) => a.delivery_id === r.id)
         .map((a) => ({ attemptedAt: Number(a.attempted_at), statusCode: a.status_code, durationMs: a.duration_ms, success: bool(a.success), error: a.error })),
     }));
+  }
+
+  async getDelivery(accountId: string, endpointId: string, deliveryId: string): Promise<DeliveryDetail | undefined> {
+    const r = await this.store.read.first(
+      this.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryId).where('endpoint_id', '=', endpointId).where('account_id', '=', accountId),
+    );
+    if (!r) return undefined;
+    const attempts = await this.store.read.all(this.db.selectFrom('webhook_attempts').selectAll().where('delivery_id', '=', r.id).orderBy('id'));
+    return {
+      id: r.id,
+      endpointId: r.endpoint_id,
+      eventId: r.event_id,
+      eventType: r.event_type,
+      status: r.status as DeliveryStatus,
+      attempts: r.attempts,
+      lastStatusCode: r.last_status_code,
+      nextAttemptAt: num(r.next_attempt_at),
+      deliveredAt: num(r.delivered_at),
+      createdAt: Number(r.created_at),
+      body: r.body,
+      log: attempts.map(
+        (a): AttemptExchange => ({
+          attemptedAt: Number(a.attempted_at),
+          statusCode: a.status_code,
+          durationMs: a.duration_ms,
+          success: bool(a.success),
+          error: a.error,
+          requestHeaders: a.request_headers === null ? null : (JSON.parse(a.request_headers) as Record<string, string>),
+          response:
+            a.response_headers === null ? null : { headers: JSON.parse(a.response_headers) as Record<string, string>, body: a.response_body ?? '', truncated: bool(a.response_truncated) },
+        }),
+      ),
+    };
   }
 
   async getDeliveryBody(unit: Unit, accountId: string, endpointId: string, deliveryId: string) {
@@ -241,6 +290,10 @@ export class SqlWebhookRepository implements WebhookRepository {
         ms: o.durationMs,
         success: flag(o.success),
         error: o.error?.slice(0, 500) ?? null,
+        requestHeaders: o.requestHeaders && JSON.stringify(o.requestHeaders),
+        responseHeaders: o.response && JSON.stringify(o.response.headers),
+        responseBody: o.response?.body ?? null,
+        truncated: flag(o.response?.truncated ?? false),
       }),
     );
     await tx.run(this.q.outcome.bind({ delivery: o.deliveryId, status: o.status, code: o.statusCode, next: o.nextAttemptAt, delivered: o.success ? o.attemptedAt : null }));

@@ -6,6 +6,8 @@ import {
   CreateWebhookBody,
   DeliveriesQuery,
   DeliveryBody,
+  DeliveryDetailBody,
+  deliveryDetailView,
   DeliveryPageBody,
   DeliveryParams,
   deliveryView,
@@ -108,6 +110,38 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
       const page = await webhooks.deliveries(req.principal, req.params.webhookId, { limit, cursor: req.query.cursor });
       return { data: page.data.map(deliveryView), nextCursor: page.nextCursor };
     },
+  );
+
+  app.get(
+    '/webhooks/:webhookId/deliveries/:deliveryId',
+    {
+      schema: {
+        operationId: 'get-webhook-delivery',
+        tags,
+        security,
+        summary: 'Get a delivery with its body and each attempt\'s request and answer',
+        description: "Each attempt shows the headers sent and the answer's status, headers and first 4 KiB of body (`truncated` when longer).",
+        params: DeliveryParams,
+        response: { 200: DeliveryDetailBody, ...errorResponses(401, 403, 404) },
+      },
+    },
+    async (req) => deliveryDetailView(await webhooks.delivery(req.principal, req.params.webhookId, req.params.deliveryId)),
+  );
+
+  app.post(
+    '/webhooks/:webhookId/test',
+    {
+      schema: {
+        operationId: 'test-webhook-endpoint',
+        tags,
+        security,
+        summary: 'Send a test event (ping) to an endpoint',
+        description: 'Queues a `ping` event, `{"id", "type": "ping", "createdAt", "data": {"endpoint": {"id", "url"}}}`, delivered, signed and retried like every event whatever the endpoint takes; the answer is its delivery.',
+        params: WebhookParams,
+        response: { 200: DeliveryBody, ...errorResponses(400, 401, 403, 404) },
+      },
+    },
+    async (req) => deliveryView(await webhooks.test(req.principal, req.params.webhookId)),
   );
 
   app.post(

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { toIso, toIsoOrNull } from '../../core/time.ts';
 import { Nullable, Timestamp } from '../../http/schema-helpers.ts';
 import { DELIVERIES_LIMIT_MAX } from './service.ts';
-import { type DeliveryWithAttempts, WEBHOOK_EVENT_TYPES, type WebhookDelivery, type WebhookEndpoint } from './types.ts';
+import { type DeliveryDetail, type DeliveryWithAttempts, WEBHOOK_EVENT_TYPES, type WebhookDelivery, type WebhookEndpoint } from './types.ts';
 
 const EventName = Type.String({ enum: ['*', ...WEBHOOK_EVENT_TYPES] });
 const Events = Type.Array(EventName, { minItems: 1, maxItems: WEBHOOK_EVENT_TYPES.length + 1, description: 'Event types to receive; ["*"] for all.' });
@@ -64,6 +64,29 @@ export const DeliveryBody = Type.Object({
   attempts: Type.Array(AttemptBody),
 });
 
+const HeadersBody = Type.Record(Type.String(), Type.String());
+
+const AttemptDetailBody = Type.Object({
+  ...AttemptBody.properties,
+  request: Nullable(Type.Object({ headers: HeadersBody }, { description: 'The headers sent (Tessera-Signature included; the secret never). The body is the delivery\'s `body`.' })),
+  response: Nullable(
+    Type.Object(
+      {
+        headers: HeadersBody,
+        body: Type.String({ description: "The answer's first 4 KiB (UTF-8)." }),
+        truncated: Type.Boolean({ description: 'true when the answer was longer than `body`.' }),
+      },
+      { description: 'Null when no answer came.' },
+    ),
+  ),
+});
+
+export const DeliveryDetailBody = Type.Object({
+  ...DeliveryBody.properties,
+  body: Type.String({ description: 'The JSON body each attempt POSTs.' }),
+  attempts: Type.Array(AttemptDetailBody),
+});
+
 export const DeliveryPageBody = Type.Object({ data: Type.Array(DeliveryBody), nextCursor: Nullable(Type.String()) });
 
 export const endpointView = (e: WebhookEndpoint) => ({
@@ -87,4 +110,18 @@ export const deliveryView = (d: WebhookDelivery & Partial<Pick<DeliveryWithAttem
   deliveredAt: toIsoOrNull(d.deliveredAt),
   createdAt: toIso(d.createdAt),
   attempts: (d.log ?? []).map((a) => ({ attemptedAt: toIso(a.attemptedAt), statusCode: a.statusCode, durationMs: a.durationMs, success: a.success, error: a.error })),
+});
+
+export const deliveryDetailView = (d: DeliveryDetail) => ({
+  ...deliveryView({ ...d, log: [] }),
+  body: d.body,
+  attempts: d.log.map((a) => ({
+    attemptedAt: toIso(a.attemptedAt),
+    statusCode: a.statusCode,
+    durationMs: a.durationMs,
+    success: a.success,
+    error: a.error,
+    request: a.requestHeaders && { headers: a.requestHeaders },
+    response: a.response,
+  })),
 });

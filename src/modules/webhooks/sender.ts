@@ -3,6 +3,7 @@ import https from 'node:https';
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { ForbiddenAddressError, guardedLookup, hostOf, isForbiddenAddress } from './address-guard.ts';
+import { type AnswerRecord, BodyPrefix, boundHeaders, type Headers } from './exchange.ts';
 
 export interface SenderSettings {
   /** WEBHOOK_ALLOW_PRIVATE: skip the address guard (receivers on the operator's own network). */
@@ -20,6 +21,10 @@ export interface SendResult {
   statusCode: number | null;
   durationMs: number;
   error: string | null;
+  /** Every header sent (the defaults below and the caller's). */
+  requestHeaders: Headers;
+  /** The answer's headers and first 4 KiB of body; null when no answer came. */
+  answer: AnswerRecord | null;
 }
 
 /** An answer's body is read (so the connection can be reused) but never kept beyond this. */
@@ -42,7 +47,14 @@ export class WebhookSender {
 
   post(rawUrl: string, body: string, headers: Record<string, string>): Promise<SendResult> {
     const started = performance.now();
-    const result = (statusCode: number | null, error: string | null): SendResult => ({ statusCode, durationMs: Math.round(performance.now() - started), error });
+    const sent: Headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': USER_AGENT, ...headers };
+    const result = (statusCode: number | null, error: string | null, answer: AnswerRecord | null = null): SendResult => ({
+      statusCode,
+      durationMs: Math.round(performance.now() - started),
+      error,
+      requestHeaders: sent,
+      answer,
+    });
     const url = new URL(rawUrl);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return Promise.resolve(result(null, `unsupported protocol ${url.protocol}`));
     // The lookup guard never sees an IP literal: check it here.
@@ -51,16 +63,16 @@ export class WebhookSender {
 
     return new Promise((resolve) => {
       let settled = false;
-      const finish = (statusCode: number | null, error: string | null) => {
+      const finish = (statusCode: number | null, error: string | null, answer: AnswerRecord | null = null) => {
         if (settled) return;
         settled = true;
         clearTimeout(answerTimer);
-        resolve(result(statusCode, error));
+        resolve(result(statusCode, error, answer));
       };
       const request = (url.protocol === 'https:' ? https : http).request(url, {
         method: 'POST',
         agent: this.agents[url.protocol as 'http:' | 'https:'],
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': USER_AGENT, ...headers },
+        headers: sent,
       });
       const answerTimer = setTimeout(() => request.destroy(new Error(`no answer within ${this.settings.timeoutMs} ms`)), this.settings.timeoutMs);
       request.on('socket', (socket) => {
@@ -71,14 +83,17 @@ export class WebhookSender {
       });
       request.on('response', (response) => {
         let received = 0;
+        const prefix = new BodyPrefix();
+        const answer = (): AnswerRecord => ({ headers: boundHeaders(response.headers), body: prefix.text(), truncated: prefix.truncated });
         response.on('data', (chunk: Buffer) => {
           received += chunk.length;
+          prefix.add(chunk);
           if (received > MAX_ANSWER_BYTES) {
-            finish(response.statusCode ?? null, null);
+            finish(response.statusCode ?? null, null, answer());
             response.destroy();
           }
         });
-        response.on('end', () => finish(response.statusCode ?? null, null));
+        response.on('end', () => finish(response.statusCode ?? null, null, answer()));
         response.on('error', (err) => finish(null, `answer cut off: ${err.message}`));
         response.on('aborted', () => finish(null, 'answer cut off'));
       });

@@ -7,8 +7,8 @@ import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import type { LicenseService } from '../licenses/service.ts';
 import type { Outbox } from '../outbox/outbox.ts';
 import { ForbiddenAddressError, checkHost, hostOf } from './address-guard.ts';
-import { webhookBody } from './payload.ts';
-import { type DeliveryWithAttempts, type EndpointFields, endpointDisabled, type NewDelivery, type WebhookDelivery, type WebhookEndpoint, type WebhookRepository } from './types.ts';
+import { pingBody, PING_EVENT, webhookBody } from './payload.ts';
+import { type DeliveryDetail, type DeliveryWithAttempts, type EndpointFields, endpointDisabled, type NewDelivery, type WebhookDelivery, type WebhookEndpoint, type WebhookRepository } from './types.ts';
 
 /** The outbox job kind a delivery travels as; its payload is `{deliveryId}`. */
 export const WEBHOOK_JOB = 'webhook';
@@ -33,6 +33,9 @@ export type UpdateEndpointInput = Partial<CreateEndpointInput> & { enabled?: boo
 /** `*` anywhere means all; otherwise the list without duplicates. */
 const normalizeEvents = (events: string[]): string[] => (events.includes('*') ? ['*'] : [...new Set(events)]);
 const subscribed = (events: string[], type: string): boolean => events[0] === '*' || events.includes(type);
+
+const disabledEndpoint = () => new AppError('invalid_request', 'The endpoint is disabled; enable it first (PATCH with {"enabled": true}).');
+const pendingView = (d: NewDelivery): WebhookDelivery => ({ ...d, status: 'pending', attempts: 0, lastStatusCode: null, nextAttemptAt: d.createdAt, deliveredAt: null });
 
 const encodeCursor = (d: WebhookDelivery): string => Buffer.from(d.id).toString('base64url');
 
@@ -120,6 +123,31 @@ export class WebhookService {
     return { data, nextCursor: more ? encodeCursor(data[data.length - 1]!) : null };
   }
 
+  /** One delivery with its body and each attempt's request and answer. */
+  async delivery(principal: Principal, endpointId: string, deliveryId: string): Promise<DeliveryDetail> {
+    await this.get(principal, endpointId);
+    const found = await this.repo.getDelivery(principal.accountId, endpointId, deliveryId);
+    if (!found) throw notFound('Delivery');
+    return found;
+  }
+
+  /**
+   * Sends a test event (`ping`) to one endpoint, whatever events it takes, through the same path
+   * as every event: a delivery row and an outbox job in one unit, signed, retried and logged like
+   * the others, so the test shows what a real delivery would meet.
+   */
+  test(principal: Principal, endpointId: string): Promise<WebhookDelivery> {
+    return this.units.run(async (unit) => {
+      const endpoint = await this.get(principal, endpointId, unit);
+      if (!endpoint.enabled) throw disabledEndpoint();
+      const createdAt = this.clock();
+      const eventId = newEventId();
+      const delivery: NewDelivery = { id: newDeliveryId(createdAt), endpointId, accountId: principal.accountId, eventId, eventType: PING_EVENT, body: pingBody(eventId, endpoint, createdAt), createdAt };
+      await this.queue(unit, [delivery]);
+      return pendingView(delivery);
+    });
+  }
+
   /**
    * Sends an earlier delivery's event again as a new delivery (same event id and body, so a
    * receiver that deduplicates on the event id sees it once), with its own attempts and retries.
@@ -129,11 +157,11 @@ export class WebhookService {
       const endpoint = await this.get(principal, endpointId, unit);
       const original = await this.repo.getDeliveryBody(unit, principal.accountId, endpointId, deliveryId);
       if (!original) throw notFound('Delivery');
-      if (!endpoint.enabled) throw new AppError('invalid_request', 'The endpoint is disabled; enable it first (PATCH with {"enabled": true}).');
+      if (!endpoint.enabled) throw disabledEndpoint();
       const createdAt = this.clock();
       const delivery: NewDelivery = { id: newDeliveryId(createdAt), endpointId, accountId: principal.accountId, ...original, createdAt };
       await this.queue(unit, [delivery]);
-      return { ...delivery, status: 'pending', attempts: 0, lastStatusCode: null, nextAttemptAt: delivery.createdAt, deliveredAt: null };
+      return pendingView(delivery);
     });
   }
 

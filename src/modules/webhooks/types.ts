@@ -1,5 +1,6 @@
 import { DOMAIN_EVENT_TYPES } from '../../core/events.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
+import type { AnswerRecord, Headers } from './exchange.ts';
 
 /** What an endpoint can subscribe to (every domain event, purchases included); `*` takes all. */
 export const WEBHOOK_EVENT_TYPES = DOMAIN_EVENT_TYPES;
@@ -27,6 +28,12 @@ export interface WebhookAttempt {
   error: string | null;
 }
 
+/** An attempt with what it sent and got back (null: made before these were kept, or nothing sent). */
+export interface AttemptExchange extends WebhookAttempt {
+  requestHeaders: Headers | null;
+  response: AnswerRecord | null;
+}
+
 export interface WebhookDelivery {
   id: string;
   endpointId: string;
@@ -42,6 +49,12 @@ export interface WebhookDelivery {
 
 export interface DeliveryWithAttempts extends WebhookDelivery {
   log: WebhookAttempt[];
+}
+
+/** One delivery in full: the body it sends and each attempt's request and answer. */
+export interface DeliveryDetail extends WebhookDelivery {
+  body: string;
+  log: AttemptExchange[];
 }
 
 export interface NewDelivery {
@@ -67,7 +80,7 @@ export interface DeliveryTarget {
   enabled: boolean;
 }
 
-export interface AttemptOutcome extends WebhookAttempt {
+export interface AttemptOutcome extends AttemptExchange {
   deliveryId: string;
   status: DeliveryStatus;
   nextAttemptAt: number | null;
@@ -81,6 +94,8 @@ export const endpointDisabled = (deliveryId: string, at: number): AttemptOutcome
   durationMs: 0,
   success: false,
   error: 'endpoint disabled',
+  requestHeaders: null,
+  response: null,
   status: 'failed',
   nextAttemptAt: null,
 });
@@ -102,6 +117,8 @@ export interface WebhookRepository {
   insertDeliveries(unit: Unit, deliveries: NewDelivery[]): Promise<void>;
   /** Newest first (ids sort by time), older than the delivery `before` when given. */
   listDeliveries(accountId: string, endpointId: string, options: { limit: number; before?: string }): Promise<DeliveryWithAttempts[]>;
+  /** One delivery with its body and its attempts' requests and answers. */
+  getDelivery(accountId: string, endpointId: string, deliveryId: string): Promise<DeliveryDetail | undefined>;
   /** The delivery's event and body, for a redelivery. */
   getDeliveryBody(unit: Unit, accountId: string, endpointId: string, deliveryId: string): Promise<Pick<NewDelivery, 'eventId' | 'eventType' | 'body'> | undefined>;
   loadTarget(deliveryId: string): Promise<DeliveryTarget | undefined>;

@@ -1,9 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { permits } from '../../../core/access.ts';
 import { AppError } from '../../../core/errors.ts';
 import { html, type SafeHtml } from '../../../http/html.ts';
 import type { Notice } from '../../../http/web/notice.ts';
-import { CreateWebhookBody } from '../../webhooks/schemas.ts';
-import { type DeliveryWithAttempts, WEBHOOK_EVENT_TYPES, type WebhookEndpoint } from '../../webhooks/types.ts';
+import type { Headers } from '../../webhooks/exchange.ts';
+import { RESPONSE_BODY_MAX } from '../../webhooks/exchange.ts';
+import { CreateWebhookBody, UpdateWebhookBody } from '../../webhooks/schemas.ts';
+import { type AttemptExchange, type DeliveryWithAttempts, WEBHOOK_EVENT_TYPES, type WebhookEndpoint } from '../../webhooks/types.ts';
 import { checked, fieldErrors, nullable, parseWith, text } from '../forms.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen, type ScreenOptions } from '../screen.ts';
 import { actionButton, checkbox, csrfInput, emptyForm, emptyState, fieldMessage, type FormState, formError, input, pageHead, table, when } from '../views.ts';
@@ -56,14 +59,45 @@ ${created}
 <h2>Add an endpoint</h2>
 ${formError(form)}
 ${csrfInput(viewer.csrf)}
-${input({ name: 'url', label: 'URL', type: 'url', form, required: true, hint: 'https://… on your server.', attrs: html` maxlength="2048"` })}
-<fieldset><legend>Events</legend>${form.errors.events ? html`<p class="hint error-text" role="alert">${fieldMessage('Events', form.errors.events)}</p>` : ''}
-${checkbox({ name: ALL, label: 'All events', form })}
-${WEBHOOK_EVENT_TYPES.map((t) => checkbox({ name: eventField(t), label: t, form }))}</fieldset>
-${input({ name: 'description', label: 'Description (optional)', form, attrs: html` maxlength="500"` })}
+${endpointFields(form)}
 <div class="form-foot"><button type="submit">Add endpoint</button></div>
 </form>
 </div>`,
+  });
+}
+
+/** The fields an endpoint is made of, the same in the add and the edit form. */
+const endpointFields = (form: FormState) => html`${input({ name: 'url', label: 'URL', type: 'url', form, required: true, hint: 'https://… on your server.', attrs: html` maxlength="2048"` })}
+<fieldset><legend>Events</legend>${form.errors.events ? html`<p class="hint error-text" role="alert">${fieldMessage('Events', form.errors.events)}</p>` : ''}
+${checkbox({ name: ALL, label: 'All events', form })}
+${WEBHOOK_EVENT_TYPES.map((t) => checkbox({ name: eventField(t), label: t, form }))}</fieldset>
+${input({ name: 'description', label: 'Description (optional)', form, attrs: html` maxlength="500"` })}`;
+
+/** An endpoint as the edit form shows it first. */
+function formOfEndpoint(e: WebhookEndpoint): FormState {
+  const values: Record<string, string> = { url: e.url, description: e.description ?? '', enabled: e.enabled ? 'on' : '' };
+  if (e.events[0] === '*') values[ALL] = 'on';
+  else for (const t of e.events) values[eventField(t)] = 'on';
+  return emptyForm(values);
+}
+
+async function editPage(req: FastifyRequest, reply: FastifyReply, endpoint: WebhookEndpoint, o: { status?: number; form?: FormState } = {}) {
+  const { viewer } = req.dashboard;
+  const form = o.form ?? formOfEndpoint(endpoint);
+  const base = `${SECTION}/${endpoint.id}`;
+  return render(req, reply, {
+    status: o.status,
+    title: 'Edit webhook endpoint',
+    section: SECTION,
+    content: html`${pageHead('Edit webhook endpoint', endpoint.url, undefined, html`<a href="${SECTION}">Webhooks</a> / <a href="${base}">${endpoint.url}</a>`)}
+<form class="panel" method="post" action="${base}/edit" novalidate>
+${formError(form)}
+${csrfInput(viewer.csrf)}
+${endpointFields(form)}
+${checkbox({ name: 'enabled', label: 'Enabled', form, hint: 'A disabled endpoint is sent nothing; its missed events are listed and can be redelivered.' })}
+<p class="hint">The signing secret stays the same.</p>
+<div class="form-foot"><a class="button secondary" href="${base}">Cancel</a><button type="submit">Save endpoint</button></div>
+</form>`,
   });
 }
 
@@ -87,10 +121,10 @@ async function endpointPage(req: FastifyRequest, reply: FastifyReply, services: 
   const base = `${SECTION}/${endpoint.id}`;
   const rows = page.data.map(
     (d) =>
-      html`<tr><td><code>${d.eventType}</code></td><td>${when(d.createdAt)}</td><td><span class="badge ${DELIVERY_BADGE[d.status]}">${d.status}</span></td><td class="num">${d.attempts}</td><td class="num">${
+      html`<tr><td><a href="${base}/deliveries/${d.id}"><code>${d.eventType}</code><span class="sr-only"> delivery ${d.id}</span></a></td><td>${when(d.createdAt)}</td><td><span class="badge ${DELIVERY_BADGE[d.status]}">${d.status}</span></td><td class="num">${d.attempts}</td><td class="num">${
         d.lastStatusCode ?? '—'
-      }</td><td class="num">${actionButton(viewer, `${base}/deliveries/${d.id}/redeliver`, 'Redeliver', 'secondary small')}</td></tr>
-<tr class="sub"><td colspan="6"><details class="more"><summary>Attempts (${d.log.length})</summary>${attemptsOf(d)}</details></td></tr>`,
+      }</td><td class="hide-phone">${nextRetry(d)}</td><td class="num">${actionButton(viewer, `${base}/deliveries/${d.id}/redeliver`, 'Redeliver', 'secondary small')}</td></tr>
+<tr class="sub"><td colspan="7"><details class="more"><summary>Attempts (${d.log.length})</summary>${attemptsOf(d)}</details></td></tr>`,
   );
   const deliveries =
     rows.length === 0
@@ -98,7 +132,11 @@ async function endpointPage(req: FastifyRequest, reply: FastifyReply, services: 
           typeof cursor === 'string' ? 'No older deliveries.' : 'No deliveries yet. They appear here when an event this endpoint listens to happens, e.g. a license is created.',
           typeof cursor === 'string' ? html`<a class="button secondary" href="${base}">Newest deliveries</a>` : undefined,
         )
-      : html`${table('Deliveries', ['Event', 'Created', 'Status', { text: 'Attempts', className: 'num' }, { text: 'Last HTTP status', className: 'num' }, { text: 'Action', className: 'num' }], rows)}
+      : html`${table(
+          'Deliveries',
+          ['Event', 'Created', 'Status', { text: 'Attempts', className: 'num' }, { text: 'Last HTTP status', className: 'num' }, { text: 'Next retry', className: 'hide-phone' }, { text: 'Action', className: 'num' }],
+          rows,
+        )}
 <div class="pager">${typeof cursor === 'string' ? html`<a href="${base}">Newest deliveries</a>` : html`<span></span>`}${
           page.nextCursor ? html`<a class="button secondary" href="${base}?cursor=${page.nextCursor}">Older deliveries</a>` : ''
         }</div>`;
@@ -107,7 +145,14 @@ async function endpointPage(req: FastifyRequest, reply: FastifyReply, services: 
     title: `Webhook ${endpoint.url}`,
     section: SECTION,
     notice: o.notice,
-    content: html`${pageHead('Webhook endpoint', endpoint.url, html`${endpoint.enabled ? '' : actionButton(viewer, `${base}/enable`, 'Enable', 'secondary')}${actionButton(viewer, `${base}/delete`, 'Delete…', 'danger')}`, html`<a href="${SECTION}">Webhooks</a>`)}
+    content: html`${pageHead(
+      'Webhook endpoint',
+      endpoint.url,
+      html`${endpoint.enabled ? actionButton(viewer, `${base}/test`, 'Send test event', 'secondary') : actionButton(viewer, `${base}/enable`, 'Enable', 'secondary')}${
+        permits(viewer.access, 'webhooks', 'write') ? html`<a class="button secondary" href="${base}/edit">Edit</a>` : ''
+      }${actionButton(viewer, `${base}/delete`, 'Delete…', 'danger')}`,
+      html`<a href="${SECTION}">Webhooks</a>`,
+    )}
 <dl class="facts">
 <div><dt>State</dt><dd>${stateBadge(endpoint)}${endpoint.disabledAt ? html` since ${when(endpoint.disabledAt)}` : ''}</dd></div>
 <div><dt>Events</dt><dd>${eventsLabel(endpoint.events)}</dd></div>
@@ -115,6 +160,70 @@ async function endpointPage(req: FastifyRequest, reply: FastifyReply, services: 
 <div><dt>Created</dt><dd>${when(endpoint.createdAt)}</dd></div>
 </dl>
 <section class="spaced" aria-labelledby="deliveries-title"><h2 id="deliveries-title">Deliveries</h2>${deliveries}</section>`,
+  });
+}
+
+/** When a pending delivery is tried next; what became of it otherwise. */
+const nextRetry = (d: { status: string; nextAttemptAt: number | null }) => (d.status === 'pending' && d.nextAttemptAt !== null ? when(d.nextAttemptAt) : '—');
+
+const headerRows = (caption: string, headers: Headers) =>
+  table(
+    caption,
+    ['Header', 'Value'],
+    Object.entries(headers).map(([name, value]) => html`<tr><td><code>${name}</code></td><td><code>${value}</code></td></tr>`),
+  );
+
+/** Pretty-printed when it is JSON (most receivers answer JSON or text), else as it came. */
+function bodyText(body: string): string {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
+function attemptSection(a: AttemptExchange, n: number, deliveryId: string): SafeHtml {
+  const result = a.success ? 'Delivered' : (a.error ?? 'Failed');
+  const request = a.requestHeaders
+    ? headerRows(`Request headers of attempt ${n}`, a.requestHeaders)
+    : html`<p class="hint">Nothing was sent${a.error ? html` (${a.error})` : ''}, or the attempt predates request logging.</p>`;
+  const response = a.response
+    ? html`<p>HTTP ${a.statusCode}</p>${headerRows(`Response headers of attempt ${n}`, a.response.headers)}
+<h4>Response body</h4>${a.response.body === '' ? html`<p class="hint">Empty.</p>` : html`<pre class="key-block" aria-label="Response body of attempt ${n}">${a.response.body}</pre>`}${
+        a.response.truncated ? html`<p class="hint">Truncated: the first ${RESPONSE_BODY_MAX / 1024} KiB are shown.</p>` : ''
+      }`
+    : html`<p class="hint">No answer came.</p>`;
+  return html`<section class="panel spaced" aria-labelledby="attempt-${n}-${deliveryId}"><h3 id="attempt-${n}-${deliveryId}">Attempt ${n}: ${when(a.attemptedAt)}, ${result}, ${a.durationMs} ms</h3>
+<details class="more" open><summary>Request</summary>${request}</details>
+<details class="more" open><summary>Response</summary>${response}</details></section>`;
+}
+
+async function deliveryPage(req: FastifyRequest, reply: FastifyReply, services: Services, id: string, deliveryId: string) {
+  const { principal, viewer } = req.dashboard;
+  const endpoint = await services.webhooks.get(principal, id);
+  const d = await services.webhooks.delivery(principal, endpoint.id, deliveryId);
+  const base = `${SECTION}/${endpoint.id}`;
+  return render(req, reply, {
+    title: `Delivery ${d.id}`,
+    section: SECTION,
+    content: html`${pageHead(
+      `Delivery of ${d.eventType}`,
+      html`To ${endpoint.url}`,
+      actionButton(viewer, `${base}/deliveries/${d.id}/redeliver`, 'Redeliver', 'secondary'),
+      html`<a href="${SECTION}">Webhooks</a> / <a href="${base}">${endpoint.url}</a>`,
+    )}
+<dl class="facts">
+<div><dt>Status</dt><dd><span class="badge ${DELIVERY_BADGE[d.status]}">${d.status}</span></dd></div>
+<div><dt>Event</dt><dd><code>${d.eventId}</code></dd></div>
+<div><dt>Created</dt><dd>${when(d.createdAt)}</dd></div>
+<div><dt>Attempts</dt><dd>${d.attempts}</dd></div>
+<div><dt>Next retry</dt><dd>${nextRetry(d)}</dd></div>
+<div><dt>Delivered</dt><dd>${when(d.deliveredAt, 'Not yet')}</dd></div>
+</dl>
+<section class="spaced" aria-labelledby="request-body-title"><h2 id="request-body-title">Request body</h2><pre class="key-block" aria-label="Request body">${bodyText(d.body)}</pre></section>
+<section class="spaced" aria-labelledby="attempts-title"><h2 id="attempts-title">Attempts</h2>${
+      d.log.length === 0 ? html`<p class="hint">No attempt yet.</p>` : d.log.map((a, i) => attemptSection(a, i + 1, d.id))
+    }</section>`,
   });
 }
 
@@ -131,6 +240,8 @@ export const webhooksScreen: Screen = {
     'webhook-deleted': { tone: 'ok', text: 'Webhook endpoint deleted with its deliveries.' },
     'webhook-enabled': { tone: 'ok', text: 'Webhook endpoint enabled. New events are delivered to it again.' },
     'webhook-redelivered': { tone: 'ok', text: 'The event is queued for delivery again.' },
+    'webhook-updated': { tone: 'ok', text: 'Webhook endpoint saved.' },
+    'webhook-tested': { tone: 'ok', text: 'A test event (ping) is queued: its delivery is at the top of the list.' },
   },
   routes: async (app, { services }) => {
     app.get(SECTION, async (req, reply) => endpointsPage(req, reply, services));
@@ -149,6 +260,39 @@ export const webhooksScreen: Screen = {
     });
 
     app.get<{ Params: { id: string } }>(`${SECTION}/:id`, async (req, reply) => endpointPage(req, reply, services, idOf(req.params.id)));
+
+    app.get<{ Params: { id: string } }>(`${SECTION}/:id/edit`, async (req, reply) => editPage(req, reply, await services.webhooks.get(req.dashboard.principal, idOf(req.params.id))));
+
+    app.post<{ Params: { id: string } }>(`${SECTION}/:id/edit`, async (req, reply) => {
+      const endpoint = await services.webhooks.get(req.dashboard.principal, idOf(req.params.id));
+      const f = formOf(req);
+      const enabled = checked(f.enabled);
+      try {
+        // `enabled` only when it changes: saving an enabled endpoint must not restart its failure clock.
+        const body = parseWith(UpdateWebhookBody, { ...endpointBody(f), ...(enabled === endpoint.enabled ? {} : { enabled }) });
+        await services.webhooks.update(req.dashboard.principal, endpoint.id, body);
+      } catch (error) {
+        const errors = fieldErrors(error);
+        if (!errors) throw error;
+        return editPage(req, reply, endpoint, { status: 400, form: { values: f, errors } });
+      }
+      return redirectWith(reply, `${SECTION}/${endpoint.id}`, 'webhook-updated');
+    });
+
+    app.post<{ Params: { id: string } }>(`${SECTION}/:id/test`, async (req, reply) => {
+      const id = idOf(req.params.id);
+      try {
+        await services.webhooks.test(req.dashboard.principal, id);
+      } catch (error) {
+        if (!(error instanceof AppError && error.code === 'invalid_request')) throw error;
+        return endpointPage(req, reply, services, id, { status: 400, notice: { tone: 'bad', text: 'This endpoint is disabled. Enable it first, then send a test event.' } });
+      }
+      return redirectWith(reply, `${SECTION}/${id}`, 'webhook-tested');
+    });
+
+    app.get<{ Params: { id: string; deliveryId: string } }>(`${SECTION}/:id/deliveries/:deliveryId`, async (req, reply) =>
+      deliveryPage(req, reply, services, idOf(req.params.id), idOf(req.params.deliveryId)),
+    );
 
     app.post<{ Params: { id: string } }>(`${SECTION}/:id/enable`, async (req, reply) => {
       const id = idOf(req.params.id);

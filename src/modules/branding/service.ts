@@ -1,4 +1,4 @@
-import { invalidRequest } from '../../core/errors.ts';
+import { AppError, invalidRequest } from '../../core/errors.ts';
 import type { Principal } from '../../core/principal.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import { checkedImage, type StoredImage } from '../product-images/image.ts';
@@ -71,10 +71,22 @@ export class BrandingService {
   }
 
   async update(principal: Principal, input: BrandingInput): Promise<Branding> {
-    const displayName = checkDisplayName(input.displayName);
-    const accentColor = checkAccentColor(input.accentColor);
     const now = this.clock();
-    const logo = input.logo && input.logo.length > 0 ? checkedImage(input.logo, LOGO_MAX_BYTES, '256 KiB', now) : undefined;
+    // Every field is checked, and every wrong one named, before anything is stored.
+    const issues: { path: string; message: string }[] = [];
+    const check = <T>(path: string, f: () => T): T | undefined => {
+      try {
+        return f();
+      } catch (error) {
+        if (!(error instanceof AppError) || error.statusCode >= 500) throw error;
+        issues.push(...(error.code === 'invalid_request' && error.issues?.length ? error.issues : [{ path, message: error.message }]));
+        return undefined;
+      }
+    };
+    const displayName = check('displayName', () => checkDisplayName(input.displayName)) ?? null;
+    const accentColor = check('accentColor', () => checkAccentColor(input.accentColor)) ?? null;
+    const logo = input.logo && input.logo.length > 0 ? check('logo', () => checkedImage(input.logo!, LOGO_MAX_BYTES, '256 KiB', now)) : undefined;
+    if (issues.length > 0) throw new AppError('invalid_request', issues.map((i) => `${i.path} ${i.message}`).join('; '), issues);
     return this.units.run(async (unit) => {
       await this.repo.save(unit, principal.accountId, { displayName, accentColor }, now);
       if (logo) await this.repo.putLogo(unit, principal.accountId, logo);

@@ -3,7 +3,7 @@ import { createTenant, type Tenant, type TestContext } from './app.ts';
 import { signIn, textOf, WebBrowser } from './dashboard.ts';
 
 /** Pages that list the account's own objects: another account sees its own list there (200), not a 404. */
-const LIST_PAGES = ['/dashboard/api-keys', '/dashboard/payments'];
+const LIST_PAGES = ['/dashboard/api-keys', '/dashboard/payments', '/dashboard/payments/purchases'];
 const LIST_EXACT = ['/dashboard/webhooks'];
 
 export type Fields = Record<string, string>;

@@ -4,7 +4,7 @@ import { activityChart } from '../chart.ts';
 import { render, type Screen } from '../screen.ts';
 import { emptyState, pageHead, when } from '../views.ts';
 import { auditTable } from './license-audit.ts';
-import { formatAmount } from './payments.ts';
+import { formatAmount } from './purchases.ts';
 
 /** Entries of the latest changes shown on the overview; the audit log page has them all. */
 const LATEST = 8;

@@ -9,7 +9,8 @@ import { SqlOverviewRepository } from './modules/overview/repository.ts';
 import { OverviewService } from './modules/overview/service.ts';
 import { SqlDashboardRepository } from './modules/dashboard/repository.ts';
 import { DashboardAuthService } from './modules/dashboard/service.ts';
-import { SqlMemberRepository } from './modules/members/repository.ts';
+import { SqlMemberRepository, SqlTeamLogRepository } from './modules/members/repository.ts';
+import { TeamLog } from './modules/members/team-log.ts';
 import { MemberService } from './modules/members/service.ts';
 import { SqlTwoFactorRepository } from './modules/two-factor/repository.ts';
 import { TwoFactorService } from './modules/two-factor/service.ts';
@@ -143,16 +144,17 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
     { baseUrl, onBackgroundError, clock, cliSecrets: options.stripeCliWebhookSecret ? { stripe: options.stripeCliWebhookSecret } : {} },
   );
   const dashboardRepository = new SqlDashboardRepository(store);
-  const twoFactor = new TwoFactorService(new SqlTwoFactorRepository(store), units, new SecretBox(secretKey, 'two-factor'), clock);
+  const teamLog = new TeamLog(new SqlTeamLogRepository(store), clock);
+  const twoFactor = new TwoFactorService(new SqlTwoFactorRepository(store), units, new SecretBox(secretKey, 'two-factor'), teamLog, clock);
   const memberRemoved = async (unit: Unit, memberId: string) => {
     await dashboardRepository.endSessionsOfMember(unit, memberId);
     await twoFactor.forget(unit, memberId);
   };
-  const members = new MemberService(new SqlMemberRepository(store), units, accounts, memberRemoved, mail, baseUrl, clock);
+  const members = new MemberService(new SqlMemberRepository(store), units, accounts, memberRemoved, mail, baseUrl, teamLog, clock);
   const dashboard = new DashboardAuthService(dashboardRepository, units, accounts, members, twoFactor, mail, baseUrl, clock);
   const activity = new ActivityService(new SqlActivityRepository(store), units, clock);
   const overview = new OverviewService(new SqlOverviewRepository(store), activity, audit, clock);
-  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, trials, purchaseMail, productImages, portal, payments, subscriptions, offers, lifecycleMail, idempotency, dashboard, overview, members, twoFactor, activity, branding };
+  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, trials, purchaseMail, productImages, portal, payments, subscriptions, offers, lifecycleMail, idempotency, dashboard, overview, members, twoFactor, activity, branding, teamLog };
 }
 
 export type Services = ReturnType<typeof createServices>;

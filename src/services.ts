@@ -148,6 +148,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const twoFactor = new TwoFactorService(new SqlTwoFactorRepository(store), units, new SecretBox(secretKey, 'two-factor'), teamLog, clock);
   const memberRemoved = async (unit: Unit, memberId: string) => {
     await dashboardRepository.endSessionsOfMember(unit, memberId);
+    await dashboardRepository.deleteResetsOf(unit, memberId);
     await twoFactor.forget(unit, memberId);
   };
   const members = new MemberService(new SqlMemberRepository(store), units, accounts, memberRemoved, mail, baseUrl, teamLog, clock);

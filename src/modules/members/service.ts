@@ -112,6 +112,10 @@ export class MemberService {
     return { ...member, firstOwner: false };
   }
 
+  findById(id: string): Promise<MemberRecord | undefined> {
+    return this.repo.findById(id);
+  }
+
   findByEmail(email: string): Promise<MemberRecord | undefined> {
     return this.repo.findByEmail(normalizeEmail(email));
   }

@@ -34,7 +34,7 @@ ${input({ name: 'accentColor', label: 'Accent colour', form, hint: 'As #rrggbb, 
     }>${logoError ? html`<p id="f-logo-error" class="hint error-text">${logoError}</p>` : html`<p id="f-logo-hint" class="hint">PNG, JPEG or WebP, at most 256 KiB. Leave empty to keep the current one.</p>`}</div>
 ${changes ? html`<div class="form-foot"><button type="submit">Save branding</button></div>` : html`<p class="hint">Owners and admins change the branding.</p>`}
 </form>
-<section class="card" aria-labelledby="logo-title"><h2 id="logo-title">Logo</h2>
+<section class="card" aria-labelledby="logo-title"><h2 id="logo-title">Current logo</h2>
 ${logo ? html`<img class="product-image" src="${logo}" alt="Your logo">` : html`<p class="hint">No logo yet: the portal and e-mails show your display name alone.</p>`}
 ${logo && changes ? html`<div class="form-foot">${actionButton(viewer, `${SECTION}/logo/delete`, 'Remove logo…', 'secondary small')}</div>` : ''}
 </section>

@@ -125,6 +125,7 @@ export async function buildApp({ config, services, logger = true, logStream, mai
     portal: services.portal,
     invoices: services.payments,
     billing: services.payments,
+    branding: services.branding,
     baseUrl: config.baseUrl,
     csrf: new Csrf(config.secretKey, 'portal'),
     // Secure cookies need https; a plain-http BASE_URL (local use) gets them without the flag.

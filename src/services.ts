@@ -9,7 +9,8 @@ import { SqlOverviewRepository } from './modules/overview/repository.ts';
 import { OverviewService } from './modules/overview/service.ts';
 import { SqlDashboardRepository } from './modules/dashboard/repository.ts';
 import { DashboardAuthService } from './modules/dashboard/service.ts';
-import { SqlMemberRepository } from './modules/members/repository.ts';
+import { SqlMemberRepository, SqlTeamLogRepository } from './modules/members/repository.ts';
+import { TeamLog } from './modules/members/team-log.ts';
 import { MemberService } from './modules/members/service.ts';
 import { SqlTwoFactorRepository } from './modules/two-factor/repository.ts';
 import { TwoFactorService } from './modules/two-factor/service.ts';
@@ -26,6 +27,9 @@ import { LicenseService } from './modules/licenses/service.ts';
 import { LifecycleMailer } from './modules/mail/lifecycle.ts';
 import { PurchaseMailer } from './modules/mail/purchase.ts';
 import { MailQueue } from './modules/mail/queue.ts';
+import { mailBrandOf } from './modules/mail/brand.ts';
+import { SqlBrandingRepository } from './modules/branding/repository.ts';
+import { BrandingService } from './modules/branding/service.ts';
 import { type EventConsumer, deliverEvents } from './modules/outbox/event-delivery.ts';
 import { Outbox } from './modules/outbox/outbox.ts';
 import type { Housekeeping, JobConsumer } from './modules/outbox/worker.ts';
@@ -90,7 +94,8 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const jobConsumers: Record<string, JobConsumer> = {};
   for (const consumer of options.eventConsumers ?? []) deliverEvents(events, outbox, jobConsumers, consumer);
 
-  const mail = new MailQueue(outbox);
+  const branding = new BrandingService(new SqlBrandingRepository(store), units, clock);
+  const mail = new MailQueue(outbox, async (accountId, unit) => mailBrandOf(await branding.get(accountId, unit), baseUrl));
   const accounts = new AccountService(new SqlAccountRepository(store), units, clock);
   const apiKeys = new ApiKeyService(new SqlApiKeyRepository(store), units, onBackgroundError, clock);
   const products = new ProductService(new SqlProductRepository(store), units, clock);
@@ -139,16 +144,18 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
     { baseUrl, onBackgroundError, clock, cliSecrets: options.stripeCliWebhookSecret ? { stripe: options.stripeCliWebhookSecret } : {} },
   );
   const dashboardRepository = new SqlDashboardRepository(store);
-  const twoFactor = new TwoFactorService(new SqlTwoFactorRepository(store), units, new SecretBox(secretKey, 'two-factor'), clock);
+  const teamLog = new TeamLog(new SqlTeamLogRepository(store), clock);
+  const twoFactor = new TwoFactorService(new SqlTwoFactorRepository(store), units, new SecretBox(secretKey, 'two-factor'), teamLog, clock);
   const memberRemoved = async (unit: Unit, memberId: string) => {
     await dashboardRepository.endSessionsOfMember(unit, memberId);
+    await dashboardRepository.deleteResetsOf(unit, memberId);
     await twoFactor.forget(unit, memberId);
   };
-  const members = new MemberService(new SqlMemberRepository(store), units, accounts, memberRemoved, mail, baseUrl, clock);
+  const members = new MemberService(new SqlMemberRepository(store), units, accounts, memberRemoved, mail, baseUrl, teamLog, clock);
   const dashboard = new DashboardAuthService(dashboardRepository, units, accounts, members, twoFactor, mail, baseUrl, clock);
   const activity = new ActivityService(new SqlActivityRepository(store), units, clock);
   const overview = new OverviewService(new SqlOverviewRepository(store), activity, audit, clock);
-  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, trials, purchaseMail, productImages, portal, payments, subscriptions, offers, lifecycleMail, idempotency, dashboard, overview, members, twoFactor, activity };
+  return { store, clock, units, events, outbox, validationCache, jobConsumers, housekeeping, audit, webhooks, webhookDeliverer, mail, accounts, apiKeys, products, licenses, licenseTokens, trials, purchaseMail, productImages, portal, payments, subscriptions, offers, lifecycleMail, idempotency, dashboard, overview, members, twoFactor, activity, branding, teamLog };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -435,6 +435,8 @@ export interface MemberInvitationsTable {
 export interface DashboardPasswordResetsTable {
   token_hash: string;
   account_id: string;
+  /** Whose sign-in (migration 032): an invited member's id, or the account's (null: links from before). */
+  member_id: string | null;
   expires_at: number;
   created_at: number;
 }
@@ -455,6 +457,27 @@ export interface ActivityDailyTable {
   account_id: string;
   activations: number;
   validations: number;
+}
+
+/** An account's branding (migration 032): any field null when not set. */
+export interface AccountBrandingTable {
+  account_id: string;
+  display_name: string | null;
+  accent_color: string | null;
+  logo_type: string | null;
+  logo_data: Buffer | null;
+  logo_etag: string | null;
+  updated_at: number;
+}
+
+/** The team's log: member management, by whom (migration 032). */
+export interface MemberEventsTable {
+  id: string;
+  account_id: string;
+  type: string;
+  actor: string;
+  changes: string;
+  created_at: number;
 }
 
 export interface Database {
@@ -494,6 +517,8 @@ export interface Database {
   dashboard_email_changes: DashboardEmailChangesTable;
   activity_daily: ActivityDailyTable;
   trials: TrialsTable;
+  account_branding: AccountBrandingTable;
+  member_events: MemberEventsTable;
 }
 
 export const bool = (value: boolean | number): boolean => value === true || value === 1;

@@ -92,7 +92,7 @@ forEachStore('fulfil later (POST /payments/purchases/{id}/fulfil)', (kind) => {
           const u = await unmappedPurchase(t);
           await mapPrice(p, t, u.product.id, { priceId: u.price });
           return {
-            page: '/dashboard/payments',
+            page: '/dashboard/payments/purchases',
             action: `/dashboard/payments/purchases/${u.purchaseId}/fulfil`,
             good: {},
             state: () => licensesOf(ctx.store, t.accountId),
@@ -103,11 +103,34 @@ forEachStore('fulfil later (POST /payments/purchases/{id}/fulfil)', (kind) => {
     ]);
   });
 
+  it('support handles purchases (decisions.md: purchases read and write): sees them, fulfils one; never the payment connection; a viewer only sees', async () => {
+    const { signIn } = await import('../support/dashboard.ts');
+    const { addMember } = await import('../support/members.ts');
+    const u = await unmappedPurchase();
+    await mapPrice(p, u.t, u.product.id, { priceId: u.price });
+    const owner = await signIn(p.ctx, u.t.email);
+    const { browser: support } = await addMember(p.ctx, owner, 'support');
+    const nav = (await support.request('GET', '/dashboard/licenses')).body;
+    expect(nav).toContain('href="/dashboard/payments/purchases"');
+    const page = await support.request('GET', '/dashboard/payments/purchases');
+    expect(page.status).toBe(200);
+    expect(page.body).toContain(u.email);
+    expect((await support.request('GET', '/dashboard/payments')).status).toBe(403);
+    const { browser: viewer } = await addMember(p.ctx, owner, 'viewer');
+    await viewer.request('GET', '/dashboard/payments/purchases');
+    expect((await viewer.request('POST', `/dashboard/payments/purchases/${u.purchaseId}/fulfil`, { csrf: viewer.csrf })).status).toBe(403);
+    expect(await licensesOf(p.ctx.store, u.t.accountId)).toHaveLength(0);
+    await support.request('GET', '/dashboard/payments/purchases');
+    const done = await support.request('POST', `/dashboard/payments/purchases/${u.purchaseId}/fulfil`, { csrf: support.csrf });
+    expect(done.status).toBe(303);
+    expect(await licensesOf(p.ctx.store, u.t.accountId)).toHaveLength(1);
+  });
+
   it("the dashboard's Fulfil button shows beside an unmapped purchase only", async () => {
     const { signIn } = await import('../support/dashboard.ts');
     const u = await unmappedPurchase();
     const browser = await signIn(p.ctx, u.t.email);
-    const page = await browser.request('GET', '/dashboard/payments');
+    const page = await browser.request('GET', '/dashboard/payments/purchases');
     expect(page.body).toContain(`/dashboard/payments/purchases/${u.purchaseId}/fulfil`);
   });
 });

@@ -266,9 +266,13 @@ for (const kind of storeKinds()) {
       const delivered = await fetch(endpoint.url, { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': event.header }, body: event.payload });
       expect(delivered.status).toBe(200);
       await nav('Payments');
+      await shoot('payments');
+      // Purchases have their own page (the purchases area: support reaches it, payments' keys stay hidden).
+      await nav('Purchases');
+      expect(await heading()).toBe('Purchases');
       expect(await page.getByRole('cell', { name: 'buyer@aurora.test' }).isVisible()).toBe(true);
       expect(await page.getByRole('cell', { name: '$49.00' }).isVisible()).toBe(true);
-      await shoot('payments');
+      await shoot('purchases');
       // "Download invoice" fetches the invoice from Stripe now and redirects to its PDF.
       const href = (await page.getByRole('link', { name: 'Download invoice' }).getAttribute('href'))!;
       const redirect = await page.request.get(`${base}${href}`, { maxRedirects: 0 });

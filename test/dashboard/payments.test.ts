@@ -162,7 +162,7 @@ forEachStore('dashboard payments', (kind) => {
       expect((await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: session, email, invoice, amountTotal: 12345 }))).status).toBe(200);
       const purchases = (await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth })).body.data;
       const [purchase] = purchases;
-      const page = await browser.request('GET', '/dashboard/payments');
+      const page = await browser.request('GET', '/dashboard/payments/purchases');
       const text = textOf(page.body);
       expect(text).toContain(email);
       expect(text).toContain('$123.45');
@@ -176,7 +176,7 @@ forEachStore('dashboard payments', (kind) => {
       // Another account's purchase is not found; so is a purchase without an invoice.
       const intruder = await signIn(p.ctx, (await createTenant(p.ctx)).email);
       expect((await intruder.request('GET', `/dashboard/payments/purchases/${purchase.id}/invoice`)).status).toBe(404);
-      expect(textOf((await intruder.request('GET', '/dashboard/payments')).body)).not.toContain(email);
+      expect(textOf((await intruder.request('GET', '/dashboard/payments/purchases')).body)).not.toContain(email);
       expect((await new WebBrowser(p.ctx).request('GET', `/dashboard/payments/purchases/${purchase.id}/invoice`)).headers.location).toMatch(/^\/dashboard\/login/);
     });
 
@@ -214,8 +214,8 @@ forEachStore('dashboard payments', (kind) => {
         emails.push(email);
         await send(p.ctx, c, 'checkout.session.completed', stripeObjects.checkoutSession({ id: double.session(c.key, [{ priceId }]), email }));
       }
-      const first = await browser.request('GET', '/dashboard/payments');
-      const next = /href="(\/dashboard\/payments\?cursor=[^"#]+)/.exec(first.body)![1]!;
+      const first = await browser.request('GET', '/dashboard/payments/purchases');
+      const next = /href="(\/dashboard\/payments\/purchases\?cursor=[^"#]+)/.exec(first.body)![1]!;
       const second = await browser.request('GET', next.replace(/&amp;/g, '&'));
       const shown = (body: string) => emails.filter((e) => body.includes(e));
       expect(shown(first.body)).toHaveLength(25);

@@ -42,6 +42,8 @@ forEachStore('dashboard screens', (kind) => {
       '/dashboard/api-keys',
       '/dashboard/activity',
       '/dashboard/payments',
+      '/dashboard/payments/purchases',
+      '/dashboard/settings',
       '/dashboard/webhooks',
     ];
     for (const url of pages) {
@@ -85,6 +87,8 @@ forEachStore('dashboard screens', (kind) => {
       '/dashboard/api-keys',
       '/dashboard/portal',
       '/dashboard/payments',
+      '/dashboard/payments/purchases',
+      '/dashboard/settings',
       '/dashboard/webhooks',
       '/dashboard/activity',
       '/dashboard/account',

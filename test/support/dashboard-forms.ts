@@ -3,18 +3,18 @@ import { createTenant, type Tenant, type TestContext } from './app.ts';
 import { signIn, textOf, WebBrowser } from './dashboard.ts';
 
 /** Pages that list the account's own objects: another account sees its own list there (200), not a 404. */
-const LIST_PAGES = ['/dashboard/api-keys', '/dashboard/payments'];
+const LIST_PAGES = ['/dashboard/api-keys', '/dashboard/payments', '/dashboard/payments/purchases'];
 const LIST_EXACT = ['/dashboard/webhooks'];
 
 export type Fields = Record<string, string>;
 
-/** A multipart/form-data body as a browser sends it: text fields, then an optional file (`image`). */
-export function multipartBody(fields: Fields, file?: { name: string; type: string; data: Buffer }) {
+/** A multipart/form-data body as a browser sends it: text fields, then an optional file (field `image` unless named). */
+export function multipartBody(fields: Fields, file?: { name: string; type: string; data: Buffer; field?: string }) {
   const boundary = '----tessera-test-boundary';
   const parts: Buffer[] = [];
   for (const [k, v] of Object.entries(fields)) parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
   if (file) {
-    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="${file.name}"\r\nContent-Type: ${file.type}\r\n\r\n`), file.data, Buffer.from('\r\n'));
+    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${file.field ?? 'image'}"; filename="${file.name}"\r\nContent-Type: ${file.type}\r\n\r\n`), file.data, Buffer.from('\r\n'));
   }
   parts.push(Buffer.from(`--${boundary}--\r\n`));
   return { payload: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` };

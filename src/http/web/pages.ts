@@ -60,6 +60,14 @@ export interface LayoutOptions {
   /** Site navigation under the header (the dashboard's sections). */
   nav?: SafeHtml;
   footer: string;
+  /** A vendor's brand in place of `site` (the portal): its name, its logo's and accent stylesheet's paths. */
+  brand?: PageBrand;
+}
+
+export interface PageBrand {
+  name: string;
+  logo: string | null;
+  stylesheet: string | null;
 }
 
 /** The page frame every server-rendered page shares (auto-escaped: only SafeHtml goes in raw). */
@@ -70,13 +78,14 @@ export function layout(o: LayoutOptions): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
-<title>${o.title} · ${o.site}</title>
-<link rel="stylesheet" href="${o.stylesheet}">
+<title>${o.title} · ${o.brand?.name ?? o.site}</title>
+<link rel="stylesheet" href="${o.stylesheet}">${o.brand?.stylesheet ? html`
+<link rel="stylesheet" href="${o.brand.stylesheet}">` : ''}
 <script src="${o.script}" defer></script>
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>
-<header class="topbar"><div class="topbar-inner"><a class="brand" href="${o.home}">${o.site}</a>${o.who}</div></header>${o.nav}
+<header class="topbar"><div class="topbar-inner"><a class="brand" href="${o.home}">${o.brand ? html`${o.brand.logo ? html`<img class="brand-logo" src="${o.brand.logo}" alt="">` : ''}${o.brand.name}` : o.site}</a>${o.who}</div></header>${o.nav}
 <main id="main"${o.narrow ? html` class="narrow"` : ''}>
 ${o.content}
 </main>

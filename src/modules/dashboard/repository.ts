@@ -1,4 +1,6 @@
+import type { ExpressionBuilder } from 'kysely';
 import type { Unit } from '../../core/unit-of-work.ts';
+import type { Database } from '../../storage/schema.ts';
 import type { Store } from '../../storage/index.ts';
 import { executorOf } from '../../storage/unit-of-work.ts';
 import type { DashboardRepository, DashboardSession, EmailChange, PasswordReset } from './service.ts';
@@ -56,22 +58,34 @@ export class SqlDashboardRepository implements DashboardRepository {
 
   async insertReset(unit: Unit, tokenHash: string, r: PasswordReset): Promise<void> {
     const ex = executorOf(unit);
-    // One live link per account: a new request replaces the older one; expired links of anyone go too.
-    await ex.run(this.db.deleteFrom('dashboard_password_resets').where((eb) => eb.or([eb('account_id', '=', r.accountId), eb('expires_at', '<=', r.createdAt)])));
-    await ex.run(this.db.insertInto('dashboard_password_resets').values({ token_hash: tokenHash, account_id: r.accountId, expires_at: r.expiresAt, created_at: r.createdAt }));
+    // One live link per sign-in: a new request replaces the older one; expired links of anyone go too.
+    await ex.run(this.db.deleteFrom('dashboard_password_resets').where((eb) => eb.or([this.resetsOf(eb, r.accountId, r.memberId), eb('expires_at', '<=', r.createdAt)])));
+    await ex.run(
+      this.db.insertInto('dashboard_password_resets').values({ token_hash: tokenHash, account_id: r.accountId, member_id: r.memberId, expires_at: r.expiresAt, created_at: r.createdAt }),
+    );
+  }
+
+  /** One sign-in's links: a member's by member_id; the first owner's are the account's with its own id or none (links from before migration 032). */
+  private resetsOf(eb: ExpressionBuilder<Database, 'dashboard_password_resets'>, accountId: string, memberId: string) {
+    return memberId === accountId ? eb.and([eb('account_id', '=', accountId), eb.or([eb('member_id', 'is', null), eb('member_id', '=', accountId)])]) : eb('member_id', '=', memberId);
+  }
+
+  async deleteResetsOf(unit: Unit, memberId: string): Promise<void> {
+    await executorOf(unit).run(this.db.deleteFrom('dashboard_password_resets').where('member_id', '=', memberId));
   }
 
   async findReset(tokenHash: string, now: number): Promise<PasswordReset | undefined> {
     const row = await this.store.read.first(this.db.selectFrom('dashboard_password_resets').selectAll().where('token_hash', '=', tokenHash).where('expires_at', '>', now));
-    return row && { accountId: row.account_id, expiresAt: Number(row.expires_at), createdAt: Number(row.created_at) };
+    return row && { accountId: row.account_id, memberId: row.member_id ?? row.account_id, expiresAt: Number(row.expires_at), createdAt: Number(row.created_at) };
   }
 
-  async takeReset(unit: Unit, tokenHash: string, now: number): Promise<string | undefined> {
+  async takeReset(unit: Unit, tokenHash: string, now: number): Promise<{ accountId: string; memberId: string } | undefined> {
     const ex = executorOf(unit);
-    const row = await ex.first(this.db.selectFrom('dashboard_password_resets').select('account_id').where('token_hash', '=', tokenHash).where('expires_at', '>', now));
+    const row = await ex.first(this.db.selectFrom('dashboard_password_resets').select(['account_id', 'member_id']).where('token_hash', '=', tokenHash).where('expires_at', '>', now));
     if (!row) return undefined;
     // Single use: of two concurrent uses, only the one whose delete removed the row goes on.
-    return (await ex.run(this.db.deleteFrom('dashboard_password_resets').where('token_hash', '=', tokenHash))) === 1 ? row.account_id : undefined;
+    if ((await ex.run(this.db.deleteFrom('dashboard_password_resets').where('token_hash', '=', tokenHash))) !== 1) return undefined;
+    return { accountId: row.account_id, memberId: row.member_id ?? row.account_id };
   }
 
   async insertEmailChange(unit: Unit, tokenHash: string, c: EmailChange): Promise<void> {
@@ -103,7 +117,7 @@ export class SqlDashboardRepository implements DashboardRepository {
 
   async deleteLinksOf(unit: Unit, accountId: string): Promise<void> {
     const ex = executorOf(unit);
-    await ex.run(this.db.deleteFrom('dashboard_password_resets').where('account_id', '=', accountId));
+    await ex.run(this.db.deleteFrom('dashboard_password_resets').where((eb) => this.resetsOf(eb, accountId, accountId)));
     await ex.run(this.db.deleteFrom('dashboard_email_changes').where('account_id', '=', accountId));
   }
 }

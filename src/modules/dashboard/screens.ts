@@ -11,9 +11,11 @@ import { membersScreen } from './screens/members.ts';
 import { paymentsScreen } from './screens/payments.ts';
 import { portalScreen } from './screens/portal.ts';
 import { productsScreen } from './screens/products.ts';
+import { purchasesScreen } from './screens/purchases.ts';
+import { settingsScreen } from './screens/settings.ts';
 import { tokensScreen } from './screens/tokens.ts';
 import { twoFactorScreen } from './screens/two-factor.ts';
 import { webhooksScreen } from './screens/webhooks.ts';
 
 /** The dashboard's screens in navigation order: a new screen is one file in screens/ and one line here. */
-export const SCREENS: Screen[] = [homeScreen, productsScreen, tokensScreen, offersScreen, licensesScreen, apiKeysScreen, portalScreen, paymentsScreen, webhooksScreen, activityScreen, auditLogScreen, membersScreen, accountScreen, twoFactorScreen, instanceScreen];
+export const SCREENS: Screen[] = [homeScreen, productsScreen, tokensScreen, offersScreen, licensesScreen, apiKeysScreen, portalScreen, paymentsScreen, purchasesScreen, webhooksScreen, activityScreen, auditLogScreen, membersScreen, settingsScreen, accountScreen, twoFactorScreen, instanceScreen];

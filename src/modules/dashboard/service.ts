@@ -28,6 +28,8 @@ export interface DashboardSession {
 
 export interface PasswordReset {
   accountId: string;
+  /** Whose sign-in: an invited member's id, or the account's id for its first owner. */
+  memberId: string;
   expiresAt: number;
   createdAt: number;
 }
@@ -52,8 +54,10 @@ export interface DashboardRepository {
   deleteSessionsOf(unit: Unit, memberId: string, idleBefore: number): Promise<void>;
   insertReset(unit: Unit, tokenHash: string, reset: PasswordReset): Promise<void>;
   findReset(tokenHash: string, now: number): Promise<PasswordReset | undefined>;
-  /** Consumes a live reset link: the account's id, or undefined when unknown, expired or already used. */
-  takeReset(unit: Unit, tokenHash: string, now: number): Promise<string | undefined>;
+  /** Consumes a live reset link: whose it is, or undefined when unknown, expired or already used. */
+  takeReset(unit: Unit, tokenHash: string, now: number): Promise<{ accountId: string; memberId: string } | undefined>;
+  /** Drops one invited member's reset links (a new password, their removal). */
+  deleteResetsOf(unit: Unit, memberId: string): Promise<void>;
   /** Replaces the account's pending e-mail change, if any. */
   insertEmailChange(unit: Unit, tokenHash: string, change: EmailChange): Promise<void>;
   findEmailChange(tokenHash: string, now: number): Promise<EmailChange | undefined>;
@@ -61,7 +65,7 @@ export interface DashboardRepository {
   findEmailChangeOf(accountId: string, now: number): Promise<EmailChange | undefined>;
   /** Consumes a live confirmation link, as takeReset does. */
   takeEmailChange(unit: Unit, tokenHash: string, now: number): Promise<EmailChange | undefined>;
-  /** Drops the account's reset links and pending e-mail changes (on a new address or a new password). */
+  /** Drops the first owner's reset links and the account's pending e-mail changes (on a new address or a new password). */
   deleteLinksOf(unit: Unit, accountId: string): Promise<void>;
 }
 
@@ -173,28 +177,31 @@ export class DashboardAuthService {
     const signedIn = this.newSession(member.accountId, member.id);
     await this.units.run(async (unit) => {
       if (member.firstOwner) await this.newPassword(unit, member.accountId, passwordHash);
-      else {
-        await this.members.setPassword(unit, member.id, passwordHash);
-        await this.repo.deleteSessionsOf(unit, member.id, this.clock() - SESSION_IDLE_MS);
-      }
+      else await this.newMemberPassword(unit, member.id, passwordHash);
       await this.repo.insertSession(unit, hashToken(signedIn.token), signedIn.session);
     });
     return signedIn;
   }
 
-  /** Queues a single-use link valid 1 hour when the address has an account; the caller answers the same either way. */
+  /**
+   * Queues a single-use link valid 1 hour when the address signs in to a dashboard: an account's own
+   * (its first owner) or an invited member's, the same link and rules for both. The caller answers
+   * the same either way.
+   */
   async requestReset(rawEmail: string): Promise<void> {
     const email = normalizeEmail(rawEmail);
     if (!isValidEmail(email)) throw invalidRequest('email', 'must be a valid e-mail address');
     const account = await this.accounts.findByEmail(email);
-    if (!account) return;
+    const member = account ? undefined : await this.members.findByEmail(email);
+    const who = account ? { accountId: account.id, memberId: account.id, email: account.email } : member && { accountId: member.accountId, memberId: member.id, email: member.email };
+    if (!who) return;
     const token = newToken();
     const now = this.clock();
     const url = `${this.baseUrl}/dashboard/reset?token=${token}`;
     const mail = passwordResetMail({ url, validForMinutes: RESET_VALIDITY_MS / MINUTE });
     await this.units.run(async (unit) => {
-      await this.repo.insertReset(unit, hashToken(token), { accountId: account.id, expiresAt: now + RESET_VALIDITY_MS, createdAt: now });
-      await this.mail.queue(unit, { kind: 'password_reset', to: account.email, replyTo: null, ...mail });
+      await this.repo.insertReset(unit, hashToken(token), { accountId: who.accountId, memberId: who.memberId, expiresAt: now + RESET_VALIDITY_MS, createdAt: now });
+      await this.mail.queue(unit, { kind: 'password_reset', to: who.email, replyTo: null, ...mail });
     });
   }
 
@@ -203,16 +210,27 @@ export class DashboardAuthService {
     return (await this.repo.findReset(hashToken(token), this.clock())) !== undefined;
   }
 
-  /** Uses the link once: the new password, every session ended. false when the link is dead. */
+  /** Uses the link once: the new password, every session of that sign-in ended. false when the link is dead (or its member was removed). */
   async resetPassword(token: string, password: string): Promise<boolean> {
     const passwordHash = await this.accounts.hashNewPassword(password);
     const now = this.clock();
+    // A member removed since the link was sent: dead (their removal drops their links too; this covers the moment between).
+    const pending = await this.repo.findReset(hashToken(token), now);
+    if (!pending || (pending.memberId !== pending.accountId && !(await this.members.findById(pending.memberId)))) return false;
     return this.units.run(async (unit) => {
-      const accountId = await this.repo.takeReset(unit, hashToken(token), now);
-      if (!accountId) return false;
-      await this.newPassword(unit, accountId, passwordHash);
+      const taken = await this.repo.takeReset(unit, hashToken(token), now);
+      if (!taken) return false;
+      if (taken.memberId === taken.accountId) await this.newPassword(unit, taken.accountId, passwordHash);
+      else await this.newMemberPassword(unit, taken.memberId, passwordHash);
       return true;
     });
+  }
+
+  /** An invited member's new password: their sessions and reset links end with the old one. */
+  private async newMemberPassword(unit: Unit, memberId: string, passwordHash: string): Promise<void> {
+    await this.members.setPassword(unit, memberId, passwordHash);
+    await this.repo.deleteSessionsOf(unit, memberId, this.clock() - SESSION_IDLE_MS);
+    await this.repo.deleteResetsOf(unit, memberId);
   }
 
   /**

@@ -117,12 +117,12 @@ export class LifecycleMailer {
     const names = new Set([first.name]);
     for (const l of m.licenses.slice(1)) names.add((await this.supportEmail(principal, l.productId, unit)).name);
     const rendered = paymentFailedMail({ products: [...names], licenseKeys: m.licenses.map((l) => l.key), payUrl: m.payUrl, portalUrl: this.portalUrl(m.to), supportEmail: first.support });
-    await this.mail.queue(unit, { kind: 'payment_failed', to: m.to, replyTo: first.support, ...rendered });
+    await this.mail.queueFor(unit, principal.accountId, { kind: 'payment_failed', to: m.to, replyTo: first.support, ...rendered });
   }
 
   async extended(principal: Principal, unit: Unit, m: { to: string; kind: 'renewal' | 'upgrade'; license: MailedLicense }): Promise<void> {
     const { name, support } = await this.supportEmail(principal, m.license.productId, unit);
     const rendered = licenseExtendedMail({ kind: m.kind, productName: name, licenseKey: m.license.key, expiresAt: m.license.expiresAt, maxDevices: m.license.maxDevices, portalUrl: this.portalUrl(m.to), supportEmail: support });
-    await this.mail.queue(unit, { kind: `license_${m.kind}`, to: m.to, replyTo: support, ...rendered });
+    await this.mail.queueFor(unit, principal.accountId, { kind: `license_${m.kind}`, to: m.to, replyTo: support, ...rendered });
   }
 }

@@ -57,7 +57,7 @@ export class PurchaseMailer {
       portalUrl: `${this.baseUrl}/portal/request?email=${encodeURIComponent(to)}`,
     });
     // Replies reach whoever answers for the product, not the no-reply sender.
-    await this.mail.queue(unit, { kind: 'purchase', to, replyTo: supportEmail, ...rendered });
+    await this.mail.queueFor(unit, license.accountId, { kind: 'purchase', to, replyTo: supportEmail, ...rendered });
   }
 }
 

@@ -1,4 +1,5 @@
-import { html, type SafeHtml } from '../../http/html.ts';
+import { html, SafeHtml } from '../../http/html.ts';
+import type { MailBrand } from './brand.ts';
 import { devicesLabel, formatDate, licenseTypeLabel } from './format.ts';
 import type { RenderedMail } from './types.ts';
 
@@ -25,6 +26,14 @@ export interface PortalLinkMailData {
 const FONT = "font-family:-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif";
 const BUTTON = `display:inline-block;background:#1d4ed8;color:#ffffff;text-decoration:none;font-weight:600;padding:12px 22px;border-radius:6px;${FONT}`;
 
+/**
+ * Where a vendor's brand goes in every e-mail the layout frames: filled in by `brandMail` when the
+ * e-mail is queued for an account (MailQueue.queueFor), emptied otherwise. So a new e-mail kind is
+ * branded by being framed here and queued for its account, with nothing of its own to do.
+ */
+export const BRAND_HEADER = '<!--tessera:brand-header-->';
+export const BRAND_SIGNATURE = '<!--tessera:brand-signature-->';
+
 export function layout(title: string, preheader: string, body: SafeHtml): string {
   return html`<!doctype html>
 <html lang="en">
@@ -34,14 +43,32 @@ export function layout(title: string, preheader: string, body: SafeHtml): string
 <table role="presentation" width="100%" cellpadding="0" cellspacing="0" style="background:#f3f4f6;padding:24px 12px;">
 <tr><td align="center">
 <table role="presentation" width="100%" cellpadding="0" cellspacing="0" style="max-width:560px;background:#ffffff;border-radius:10px;border:1px solid #e5e7eb;">
-<tr><td style="padding:28px 28px 8px 28px;color:#111827;font-size:16px;line-height:1.55;${FONT}">
+${new SafeHtml(BRAND_HEADER)}<tr><td style="padding:28px 28px 8px 28px;color:#111827;font-size:16px;line-height:1.55;${FONT}">
 ${body}
-</td></tr>
+${new SafeHtml(BRAND_SIGNATURE)}</td></tr>
 </table>
 </td></tr>
 </table>
 </body>
 </html>`.value;
+}
+
+/** A rendered e-mail with `brand` in its header and signature (html and text); the neutral brand leaves no trace. */
+export function brandMail<M extends RenderedMail>(mail: M, brand: MailBrand): M {
+  // Checked when stored; checked again here, where it meets a style attribute.
+  const accent = brand.accent && /^#[0-9a-f]{6}$/.test(brand.accent) ? brand.accent : null;
+  const header =
+    brand.name || brand.logoUrl
+      ? html`<tr><td style="padding:20px 28px 0 28px;${accent ? `border-top:6px solid ${accent};border-radius:10px 10px 0 0;` : ''}${FONT}">${
+          brand.logoUrl ? html`<img src="${brand.logoUrl}" alt="${brand.name ?? 'Logo'}" height="40" style="height:40px;width:auto;border:0;vertical-align:middle;">` : ''
+        }${brand.name ? html`<span style="font-size:18px;font-weight:700;color:#111827;vertical-align:middle;${brand.logoUrl ? 'margin-left:10px;' : ''}">${brand.name}</span>` : ''}</td></tr>`.value
+      : '';
+  const signature = brand.name ? html`<p style="margin:0 0 24px 0;color:#374151;">— ${brand.name}</p>`.value : '';
+  return {
+    ...mail,
+    html: mail.html.replace(BRAND_HEADER, () => header).replace(BRAND_SIGNATURE, () => signature),
+    text: brand.name ? `${brand.name}\n\n${mail.text.replace(/\n*$/, '')}\n\n-- \n${brand.name}\n` : mail.text,
+  };
 }
 
 export const button = (text: string, url: string) =>

@@ -27,9 +27,23 @@ export function readableCopy(mail: QueuedMail, from: string): string {
   return `${headers.join('\n')}\n\n${mail.text}\n`;
 }
 
+const fromLine = (mailFrom: string, name: string | null | undefined): string => {
+  const from = senderOf(mailFrom, name);
+  return typeof from === 'string' ? from : `${JSON.stringify(from.name)} <${from.address}>`;
+};
+
 /** The domain of MAIL_FROM names our Message-IDs (`Tessera <no-reply@example.com>` → example.com). */
 function senderDomain(mailFrom: string): string {
   return /@([^>\s]+)>?\s*$/.exec(mailFrom)?.[1] ?? 'localhost';
+}
+
+/**
+ * MAIL_FROM, or its address under a vendor's display name: nodemailer quotes and encodes the name,
+ * so a name is never read as more addresses or headers (it is one line already: branding/service.ts).
+ */
+export function senderOf(mailFrom: string, name: string | null | undefined): string | { name: string; address: string } {
+  if (!name) return mailFrom;
+  return { name, address: /<([^>]+)>\s*$/.exec(mailFrom)?.[1] ?? mailFrom.trim() };
 }
 
 /**
@@ -53,7 +67,7 @@ const SMTP_TIMEOUTS = { connectionTimeout: 30_000, greetingTimeout: 30_000, sock
 export function createMailTransport(settings: TransportSettings, log: Log): MailTransport {
   const domain = senderDomain(settings.mailFrom);
   const envelope = (mail: QueuedMail) => ({
-    from: settings.mailFrom,
+    from: senderOf(settings.mailFrom, mail.fromName),
     to: mail.to,
     replyTo: mail.replyTo ?? undefined,
     subject: mail.subject,
@@ -83,7 +97,7 @@ export function createMailTransport(settings: TransportSettings, log: Log): Mail
       const info = await mime.sendMail(envelope(mail));
       const base = `${new Date(mail.createdAt).toISOString().replace(/[:.]/g, '-')}-${mail.id}`;
       const name = `${base}.eml`;
-      await Promise.all([files.write(name, info.message as Buffer), files.write(`${base}.txt`, Buffer.from(readableCopy(mail, settings.mailFrom)))]);
+      await Promise.all([files.write(name, info.message as Buffer), files.write(`${base}.txt`, Buffer.from(readableCopy(mail, fromLine(settings.mailFrom, mail.fromName))))]);
       const links = settings.logLinks ? { links: linksOf(mail.text) } : {};
       log.info({ to: mail.to, kind: mail.kind, file: name, ...links }, 'e-mail written to the outbox directory (SMTP_URL is not set)');
     },

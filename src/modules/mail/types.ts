@@ -11,6 +11,8 @@ export interface OutgoingMail extends RenderedMail {
   to: string;
   /** Where replies go (the product's support address on a purchase e-mail); null: MAIL_FROM. */
   replyTo: string | null;
+  /** The sender's display name (a vendor's brand); absent or null: MAIL_FROM as it is. */
+  fromName?: string | null;
 }
 
 export interface QueuedMail extends OutgoingMail {

@@ -3,7 +3,9 @@ import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
 import type { MemberInvitationsTable, MembersTable } from '../../storage/schema.ts';
 import { executorOf } from '../../storage/unit-of-work.ts';
+import type { Actor } from '../../core/principal.ts';
 import type { Invitation, MemberRecord, MemberRepository } from './service.ts';
+import type { TeamEvent, TeamEventType, TeamLogRepository } from './team-log.ts';
 
 const toMember = (r: MembersTable): MemberRecord => ({ id: r.id, accountId: r.account_id, email: r.email, role: r.role, createdAt: r.created_at, passwordHash: r.password_hash });
 const toInvitation = (r: MemberInvitationsTable): Invitation => ({
@@ -98,5 +100,23 @@ export class SqlMemberRepository implements MemberRepository {
 
   deleteInvitation(unit: Unit, accountId: string, id: string): Promise<number> {
     return executorOf(unit).run(this.db.deleteFrom('member_invitations').where('id', '=', id).where('account_id', '=', accountId));
+  }
+}
+
+/** The team's log (migration 032): a page newest first is a walk of `member_events_account_idx`. */
+export class SqlTeamLogRepository implements TeamLogRepository {
+  constructor(private readonly store: Store) {}
+
+  async insert(unit: Unit, e: TeamEvent): Promise<void> {
+    await executorOf(unit).run(
+      this.store.db
+        .insertInto('member_events')
+        .values({ id: e.id, account_id: e.accountId, type: e.type, actor: JSON.stringify(e.actor), changes: JSON.stringify(e.changes), created_at: e.createdAt }),
+    );
+  }
+
+  async list(accountId: string, limit: number): Promise<TeamEvent[]> {
+    const rows = await this.store.read.all(this.store.db.selectFrom('member_events').selectAll().where('account_id', '=', accountId).orderBy('id', 'desc').limit(limit));
+    return rows.map((r) => ({ id: r.id, accountId: r.account_id, type: r.type as TeamEventType, actor: JSON.parse(r.actor) as Actor, changes: JSON.parse(r.changes) as Record<string, unknown>, createdAt: Number(r.created_at) }));
   }
 }

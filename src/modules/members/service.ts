@@ -9,6 +9,7 @@ import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import { type AccountService, checkPassword } from '../accounts/service.ts';
 import type { MailQueue } from '../mail/queue.ts';
 import { memberInvitationMail } from '../mail/templates.ts';
+import type { TeamLog } from './team-log.ts';
 
 const DAY = 24 * 3600_000;
 export const INVITATION_VALIDITY_MS = 7 * DAY;
@@ -87,6 +88,7 @@ export class MemberService {
     private readonly onRemoved: OnMemberRemoved,
     private readonly mail: MailQueue,
     private readonly baseUrl: string,
+    private readonly log: TeamLog,
     private readonly clock: () => number = Date.now,
   ) {}
 
@@ -108,6 +110,10 @@ export class MemberService {
     if (!record || record.accountId !== accountId) return undefined;
     const { passwordHash: _, ...member } = record;
     return { ...member, firstOwner: false };
+  }
+
+  findById(id: string): Promise<MemberRecord | undefined> {
+    return this.repo.findById(id);
   }
 
   findByEmail(email: string): Promise<MemberRecord | undefined> {
@@ -141,6 +147,7 @@ export class MemberService {
     const mail = memberInvitationMail({ url: `${this.baseUrl}/dashboard/invitation?token=${token}`, inviter, role, validForDays: INVITATION_VALIDITY_MS / DAY });
     await this.units.run(async (unit) => {
       await this.repo.insertInvitation(unit, hashToken(token), invitation);
+      await this.log.record(unit, principal, 'member.invited', { email, role });
       await this.mail.queue(unit, { kind: 'member_invitation', to: email, replyTo: inviter, ...mail });
     });
     return invitation;
@@ -151,7 +158,13 @@ export class MemberService {
   }
 
   async revokeInvitation(principal: Principal, id: string): Promise<void> {
-    if ((await this.units.run((unit) => this.repo.deleteInvitation(unit, principal.accountId, id))) === 0) throw notFound('Invitation');
+    const invitation = (await this.invitations(principal)).find((i) => i.id === id);
+    const revoked = await this.units.run(async (unit) => {
+      const n = await this.repo.deleteInvitation(unit, principal.accountId, id);
+      if (n > 0) await this.log.record(unit, principal, 'invitation.revoked', { email: invitation?.email ?? null, role: invitation?.role ?? null });
+      return n;
+    });
+    if (revoked === 0) throw notFound('Invitation');
   }
 
   /** The invitation a link stands for, while it is live (the acceptance page shows it). */
@@ -177,6 +190,8 @@ export class MemberService {
       if (!invitation) return undefined;
       const member: MemberRecord = { id: newMemberId(), accountId: invitation.accountId, email: invitation.email, role: invitation.role, createdAt: now, passwordHash };
       await this.repo.insert(unit, member);
+      // The new member joins by their own hand; who invited them is the invitation's entry.
+      await this.log.record(unit, { accountId: member.accountId, actor: { type: 'dashboard_user', userId: member.id, email: member.email } }, 'member.joined', { email: member.email, role: member.role, invitedBy: invitation.invitedBy });
       const { passwordHash: _, ...shown } = member;
       return { ...shown, firstOwner: false };
     });
@@ -186,15 +201,30 @@ export class MemberService {
   async changeRole(principal: Principal, memberId: string, rawRole: string): Promise<void> {
     const role = checkRole(rawRole);
     if (memberId === principal.accountId) throw firstOwnerStays();
-    if ((await this.units.run((unit) => this.repo.setRole(unit, principal.accountId, memberId, role))) === 0) throw notFound('Member');
+    const before = await this.memberOf(principal, memberId);
+    await this.units.run(async (unit) => {
+      if ((await this.repo.setRole(unit, principal.accountId, memberId, role)) === 0) throw notFound('Member');
+      if (before.role !== role) await this.log.record(unit, principal, 'member.role_changed', { email: before.email, role: { from: before.role, to: role } });
+    });
+  }
+
+  /** An invited member of the principal's account (404 otherwise: another account's member is unknown here). */
+  private async memberOf(principal: Principal, memberId: string): Promise<MemberRecord> {
+    const found = await this.repo.findById(memberId);
+    if (!found || found.accountId !== principal.accountId) throw notFound('Member');
+    return found;
   }
 
   /** Removes a member: their sessions end in the same unit. The first owner cannot be removed. */
   async remove(principal: Principal, memberId: string): Promise<void> {
     if (memberId === principal.accountId) throw firstOwnerStays();
+    const member = await this.memberOf(principal, memberId);
     const removed = await this.units.run(async (unit) => {
       const n = await this.repo.delete(unit, principal.accountId, memberId);
-      if (n > 0) await this.onRemoved(unit, memberId);
+      if (n > 0) {
+        await this.onRemoved(unit, memberId);
+        await this.log.record(unit, principal, 'member.removed', { email: member.email, role: member.role });
+      }
       return n;
     });
     if (removed === 0) throw notFound('Member');

@@ -2,6 +2,10 @@ import { BASE_CSS, COPY_JS } from '../../http/web/assets.ts';
 
 /** The portal's stylesheet (the web kit's base and the license cards) and its script, served from /portal/assets. */
 export const PORTAL_CSS = `${BASE_CSS}
+.brand { display: inline-flex; align-items: center; gap: 10px; }
+.brand-logo { height: 32px; width: auto; max-width: 160px; }
+.vendor { display: flex; align-items: center; gap: 8px; margin: 0 0 8px; color: var(--muted); font-size: 14px; }
+.vendor-logo { height: 20px; width: auto; max-width: 80px; }
 .key { display: flex; align-items: center; gap: 10px; flex-wrap: wrap; background: var(--bg); border-radius: 8px; padding: 10px 14px; }
 .key code { font: 17px/1.4 ui-monospace, Menlo, Consolas, monospace; letter-spacing: .04em; overflow-wrap: anywhere; flex: 1 1 auto; }
 .key button { padding: 6px 14px; font-size: 14px; }

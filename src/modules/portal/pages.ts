@@ -1,6 +1,6 @@
 import { html, type SafeHtml } from '../../http/html.ts';
 import { type Notice, renderNotice as notice } from '../../http/web/notice.ts';
-import { layout as webLayout } from '../../http/web/pages.ts';
+import { type PageBrand, layout as webLayout } from '../../http/web/pages.ts';
 import { devicesLabel, formatDate, licenseTypeLabel } from '../mail/format.ts';
 import { type DevicePage, DEVICES_PER_PAGE, type PortalDevice, type PortalLicense } from './service.ts';
 
@@ -14,7 +14,7 @@ const STATUS_LABEL: Record<PortalLicense['status'], string> = {
 };
 
 /** The portal's frame: the web kit's layout with the portal's name, assets and footer. */
-const layout = (title: string, content: SafeHtml, options: { narrow?: boolean; who?: SafeHtml } = {}): string =>
+const layout = (title: string, content: SafeHtml, options: { narrow?: boolean; who?: SafeHtml; brand?: PageBrand } = {}): string =>
   webLayout({
     title,
     site: 'License portal',
@@ -128,7 +128,7 @@ ${d.device ? html`<input type="hidden" name="device" value="${d.device.identifie
 const devicesHref = (key: string, page: number) => `/portal/licenses/${encodeURIComponent(key)}/devices${page > 1 ? `?page=${page}` : ''}`;
 
 /** All of a license's devices, a page at a time. */
-export function devicesPage(d: DevicePage & { page: number; pages: number }): string {
+export function devicesPage(d: DevicePage & { page: number; pages: number; brand?: PageBrand }): string {
   const first = (d.page - 1) * DEVICES_PER_PAGE + 1;
   return layout(
     `Devices of ${d.productName}`,
@@ -141,14 +141,16 @@ ${d.total === 0 ? html`<p class="hint">No device is using this license yet.</p>`
 ${d.page > 1 && html`<a class="button secondary" rel="prev" href="${devicesHref(d.key, d.page - 1)}">Previous</a>`}
 ${d.page < d.pages && html`<a class="button secondary" rel="next" href="${devicesHref(d.key, d.page + 1)}">Next</a>`}
 </nav>`,
+    { brand: d.brand },
   );
 }
 
 type PortalOffer = { id: string; kind: 'renewal' | 'upgrade'; name: string };
 
-function licenseCard(l: PortalLicense, csrf: string, purchaseId: string | undefined, subscribed: boolean, offers: PortalOffer[]): SafeHtml {
+function licenseCard(l: PortalLicense, csrf: string, purchaseId: string | undefined, subscribed: boolean, offers: PortalOffer[], vendor: PageBrand | undefined): SafeHtml {
   const id = `license-${l.key}`;
   return html`<article class="card" id="${id}" aria-labelledby="${id}-title">
+${vendor && html`<p class="vendor">${vendor.logo ? html`<img class="vendor-logo" src="${vendor.logo}" alt="">` : ''}From <strong>${vendor.name}</strong></p>`}
 <div class="card-head"><h2 id="${id}-title">${l.productName}</h2><span class="badge ${l.status}">${STATUS_LABEL[l.status]}</span></div>
 <div class="key"><code aria-label="License key">${l.key}</code><button type="button" class="secondary" data-copy="${l.key}" hidden data-copied="License key copied to the clipboard.">Copy key</button></div>
 <dl class="facts">
@@ -183,7 +185,22 @@ ${l.action && html`<a class="button" href="${l.action.url}" rel="noopener norefe
 </article>`;
 }
 
-export function portalPage(d: { email: string; licenses: PortalLicense[]; invoices?: Map<string, string>; subscriptions?: Set<string>; offers?: Map<string, PortalOffer[]>; csrf: string; notice?: Notice; expiresAt: number }): string {
+/**
+ * The signed-in portal. `brand`: the one vendor the page speaks for (its header); `vendors`: when the
+ * licenses are several vendors', each card says whose it is instead (docs/branding.md).
+ */
+export function portalPage(d: {
+  email: string;
+  licenses: PortalLicense[];
+  invoices?: Map<string, string>;
+  subscriptions?: Set<string>;
+  offers?: Map<string, PortalOffer[]>;
+  csrf: string;
+  notice?: Notice;
+  expiresAt: number;
+  brand?: PageBrand;
+  vendors?: Map<string, PageBrand>;
+}): string {
   const who = html`<span class="who">Signed in as <strong>${d.email}</strong></span>
 <form method="post" action="/portal/logout"><input type="hidden" name="csrf" value="${d.csrf}"><button type="submit" class="link">Sign out</button></form>`;
   const count = d.licenses.length;
@@ -193,7 +210,7 @@ export function portalPage(d: { email: string; licenses: PortalLicense[]; invoic
 <p class="lead">${count === 0 ? 'No licenses' : count === 1 ? 'One license' : `${count} licenses`} linked to ${d.email}. This page stays open until ${formatDate(d.expiresAt)}.</p>
 ${notice(d.notice)}
 <p id="copy-status" class="hint" role="status" aria-live="polite"></p>
-${count === 0 ? html`<div class="panel empty"><p>There are no licenses to show for this address.</p><p class="hint">If you bought with another address, <a href="/portal/request">ask for a link for that one</a>.</p></div>` : d.licenses.map((l) => licenseCard(l, d.csrf, d.invoices?.get(l.key), d.subscriptions?.has(l.key) ?? false, d.offers?.get(l.key) ?? []))}`,
-    { who },
+${count === 0 ? html`<div class="panel empty"><p>There are no licenses to show for this address.</p><p class="hint">If you bought with another address, <a href="/portal/request">ask for a link for that one</a>.</p></div>` : d.licenses.map((l) => licenseCard(l, d.csrf, d.invoices?.get(l.key), d.subscriptions?.has(l.key) ?? false, d.offers?.get(l.key) ?? [], d.vendors?.get(l.accountId)))}`,
+    { who, brand: d.brand },
   );
 }

@@ -47,8 +47,9 @@ export class SqlPortalRepository implements PortalRepository {
     await tx.run(this.db.deleteFrom('portal_tokens').where('expires_at', '<', now - DAY));
   }
 
-  async hasVisibleLicense(unit: Unit, email: string): Promise<boolean> {
-    return (await executorOf(unit).first(this.visible({ email, accountId: null }).select('l.key').limit(1))) !== undefined;
+  async vendorsOf(unit: Unit, email: string): Promise<string[]> {
+    const rows = await executorOf(unit).all(this.visible({ email, accountId: null }).select('l.account_id').distinct().limit(2));
+    return rows.map((r) => r.account_id);
   }
 
   async insertToken(unit: Unit, token: TokenRecord): Promise<void> {
@@ -88,6 +89,7 @@ export class SqlPortalRepository implements PortalRepository {
         .innerJoin('accounts as a', 'a.id', 'l.account_id')
         .select([
           'l.key',
+          'l.account_id',
           'l.type',
           'l.expires_at',
           'l.revoked',
@@ -145,6 +147,7 @@ export class SqlPortalRepository implements PortalRepository {
     );
     return rows.map((r) => ({
       key: r.key,
+      accountId: r.account_id,
       type: r.type,
       expiresAt: r.expires_at,
       revoked: bool(r.revoked),

@@ -10,7 +10,9 @@ import { PORTAL_CSS, PORTAL_JS } from './assets.ts';
 import { cookie as webCookie, readCookie } from '../../http/web/cookies.ts';
 import type { Csrf } from '../../http/web/csrf.ts';
 import { CsrfCookie } from '../../http/web/csrf-cookie.ts';
-import { sendPage as send, webPages } from '../../http/web/pages.ts';
+import { type PageBrand, sendPage as send, webPages } from '../../http/web/pages.ts';
+import { accentStylesheet, type Branding, type BrandingService, brandLogoPath, brandStylesheetPath } from '../branding/service.ts';
+import { sendImage } from '../product-images/image.ts';
 import { devicesPage, invalidLinkPage, messagePage, type Notice, portalPage, requestPage, resetConfirmPage } from './pages.ts';
 import type { PortalScope, PortalService, TokenRecord } from './service.ts';
 
@@ -54,6 +56,14 @@ export interface PortalRouteOptions {
   billing?: PortalBilling;
   /** BASE_URL: where the provider's billing portal sends the customer back. */
   baseUrl?: string;
+  /** Vendors' branding: the portal's header, and the logo and accent stylesheet it serves. */
+  branding?: Pick<BrandingService, 'get' | 'logo'>;
+}
+
+/** An account's branding as the portal's header shows it; undefined when it set none. */
+export function pageBrandOf(b: Branding): PageBrand | undefined {
+  if (!b.displayName && !b.logo && !b.accentColor) return undefined;
+  return { name: b.displayName ?? 'License portal', logo: brandLogoPath(b), stylesheet: brandStylesheetPath(b) };
 }
 
 const SESSION_COOKIE = 'tessera_portal';
@@ -93,7 +103,7 @@ const CsrfForm = Type.Object({ csrf: Type.Optional(Type.String({ maxLength: 128 
  * The customer portal: server-rendered pages that work without JavaScript. Every form carries a
  * CSRF token; sessions live in HttpOnly cookies; errors are pages, never JSON or stack traces.
  */
-export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async (app, { portal, csrf, secureCookies, limits, invoices, billing, baseUrl }) => {
+export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async (app, { portal, csrf, secureCookies, limits, invoices, billing, baseUrl, branding }) => {
   webPages(app, {
     name: 'portal',
     assetsPrefix: '/portal/assets/',
@@ -138,8 +148,42 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
     const invoiced = invoices ? await invoices.invoicedPurchases(session, licenses.map((l) => l.key)) : undefined;
     const subscribed = billing ? await billing.managedSubscriptions(session, licenses.map((l) => l.key)) : undefined;
     const offers = billing ? await billing.customerOffers(session, licenses.map((l) => l.key)) : undefined;
-    return send(reply, status, portalPage({ email: session.email, licenses, invoices: invoiced, subscriptions: subscribed, offers, csrf: csrfCookie.token(req, reply, binding(session)), notice, expiresAt: session.expiresAt }));
+    const { brand, vendors } = await brandsOf(session, licenses);
+    return send(
+      reply,
+      status,
+      portalPage({ email: session.email, licenses, invoices: invoiced, subscriptions: subscribed, offers, csrf: csrfCookie.token(req, reply, binding(session)), notice, expiresAt: session.expiresAt, brand, vendors }),
+    );
   }
+
+  /**
+   * Whose brand the page wears: a private session's account; else the one vendor whose licenses these
+   * are. Licenses of several vendors (one e-mail address bought from more than one account of this
+   * installation): the neutral header, and each card names its vendor (docs/branding.md).
+   */
+  async function brandsOf(scope: PortalScope, licenses: { accountId: string }[]): Promise<{ brand?: PageBrand; vendors?: Map<string, PageBrand> }> {
+    if (!branding) return {};
+    const accounts = scope.accountId !== null ? [scope.accountId] : [...new Set(licenses.map((l) => l.accountId))];
+    if (accounts.length === 1) return { brand: pageBrandOf(await branding.get(accounts[0]!)) };
+    const vendors = new Map<string, PageBrand>();
+    for (const id of accounts) {
+      const b = await branding.get(id);
+      if (b.displayName) vendors.set(id, pageBrandOf(b)!);
+    }
+    return { vendors };
+  }
+
+  // A vendor's logo and accent, public like the portal's own assets (customers' browsers and mail clients load them).
+  app.get<{ Params: { accountId: string } }>('/portal/assets/brand/:accountId/logo', { schema: { hide: true } }, async (req, reply) => {
+    const image = branding && (await branding.logo(req.params.accountId.slice(0, 64)));
+    if (!image) return reply.status(404).type('text/plain; charset=utf-8').send('Not found');
+    return sendImage(req, reply, image);
+  });
+  app.get<{ Params: { accountId: string } }>('/portal/assets/brand/:accountId/accent.css', { schema: { hide: true } }, async (req, reply) => {
+    const colour = branding && (await branding.get(req.params.accountId.slice(0, 64))).accentColor;
+    if (!colour) return reply.status(404).type('text/plain; charset=utf-8').send('Not found');
+    return reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(accentStylesheet(colour));
+  });
 
   const sessionEnded = (reply: FastifyReply) => reply.redirect('/portal/request?notice=session-ended', 303);
 
@@ -209,7 +253,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
     if (!current) return sessionEnded(reply);
     const page = await portal.devicePage(current.session, req.params.key, Number(req.query.page ?? 1));
     if (!page) return send(reply, 404, messagePage({ title: 'Not found', text: 'That page of devices is not in your portal.', action: { text: 'Back to your licenses', href: '/portal' } }));
-    return send(reply, 200, devicesPage(page));
+    return send(reply, 200, devicesPage({ ...page, brand: current.session.accountId !== null && branding ? pageBrandOf(await branding.get(current.session.accountId)) : undefined }));
   });
 
   app.post('/portal/licenses/reset', { config: pageLimit, bodyLimit: FORM_LIMIT, schema: { hide: true, body: ResetForm } }, async (req, reply) => {

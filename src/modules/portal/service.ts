@@ -39,6 +39,8 @@ export interface PortalDevice {
 
 export interface PortalLicenseRow {
   key: string;
+  /** The vendor's account (its branding heads the license). */
+  accountId: string;
   type: 'perpetual' | 'timed';
   expiresAt: number | null;
   revoked: boolean;
@@ -98,7 +100,8 @@ export interface PortalRepository {
   /** Records a link request; drops requests up to `forgetBefore` and tokens long expired (housekeeping). */
   recordLinkRequest(unit: Unit, email: string, client: string, now: number, forgetBefore: number): Promise<void>;
   /** Whether the address has a license on a product shown in the portal. */
-  hasVisibleLicense(unit: Unit, email: string): Promise<boolean>;
+  /** The accounts with licenses of `email` shown in the portal: none, one, or two (two or more: several vendors). */
+  vendorsOf(unit: Unit, email: string): Promise<string[]>;
   insertToken(unit: Unit, token: TokenRecord): Promise<void>;
   findToken(tokenHash: string, kind: TokenRecord['kind'], now: number): Promise<TokenRecord | undefined>;
   /** Deletes the session, and when it came from a link, the link and every session opened from it. */
@@ -134,6 +137,7 @@ export function resetQuota(resets: readonly number[], limit: number, windowMs: n
 
 export interface PortalLicense {
   key: string;
+  accountId: string;
   productName: string;
   type: 'perpetual' | 'timed';
   status: LicenseStatus;
@@ -193,9 +197,11 @@ export class PortalService {
       }
       // Housekeeping rides on a path that is already rate limited.
       await this.repo.recordLinkRequest(unit, email, client, now, since);
-      if (await this.repo.hasVisibleLicense(unit, email)) {
+      const vendors = await this.repo.vendorsOf(unit, email);
+      if (vendors.length > 0) {
         await this.repo.insertToken(unit, link);
-        await this.mail.queue(unit, { kind: 'portal_link', to: email, replyTo: null, ...mail });
+        // One vendor's customer gets that vendor's e-mail; one link to several vendors' licenses speaks for none of them (docs/branding.md).
+        await this.mail.queueFor(unit, vendors.length === 1 ? vendors[0]! : null, { kind: 'portal_link', to: email, replyTo: null, ...mail });
       }
       return { accepted: true } as const;
     });
@@ -244,6 +250,7 @@ export class PortalService {
     const now = this.clock();
     return (await this.repo.listLicenses(scope, now)).map((r) => ({
       key: r.key,
+      accountId: r.accountId,
       productName: r.productName,
       type: r.type,
       status: licenseStatus(r, r.fallbackEnabled, now),

@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import { AppError, notFound } from '../../core/errors.ts';
 import { EmptyResponse, errorResponses } from '../../http/schema-helpers.ts';
 import { ProductParams, productView } from '../products/schemas.ts';
+import { sendImage } from './image.ts';
 import { IMAGE_MAX_BYTES, type ProductImageService } from './service.ts';
 
 const tags = ['Products'];
@@ -80,14 +81,7 @@ export const publicProductImageRoutes: FastifyPluginAsyncTypebox<{ images: Produ
     async (req, reply) => {
       const image = await images.get(req.params.productId);
       if (!image) throw notFound('Image');
-      void reply
-        .header('cache-control', 'public, max-age=3600')
-        .header('etag', image.etag)
-        .header('last-modified', new Date(image.updatedAt).toUTCString())
-        .header('x-content-type-options', 'nosniff')
-        .header('content-security-policy', "default-src 'none'");
-      if (req.headers['if-none-match'] === image.etag) return reply.status(304).send();
-      return reply.type(image.contentType).send(image.data);
+      return sendImage(req, reply, image);
     },
   );
 };

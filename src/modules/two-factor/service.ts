@@ -5,6 +5,7 @@ import { AppError, invalidRequest } from '../../core/errors.ts';
 import { randomBase62 } from '../../core/ids.ts';
 import type { SecretBox } from '../../core/secret-box.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
+import type { TeamLog } from '../members/team-log.ts';
 
 const PERIOD_S = 30;
 export const RECOVERY_CODE_COUNT = 10;
@@ -75,6 +76,7 @@ export class TwoFactorService {
     private readonly repo: TwoFactorRepository,
     private readonly units: UnitRunner,
     private readonly secrets: SecretBox,
+    private readonly log: TeamLog,
     private readonly clock: () => number = Date.now,
   ) {}
 
@@ -86,11 +88,20 @@ export class TwoFactorService {
     return this.repo.isRequired(accountId);
   }
 
-  /** An owner's switch; to turn it on, they use two-factor sign-in themselves (no one requires what they skip). */
-  async setRequired(owner: { id: string; accountId: string }, required: boolean): Promise<void> {
+  /**
+   * An owner's switch; to turn it on, they use two-factor sign-in themselves (no one requires what
+   * they skip). A change goes into the team's log with the owner who made it.
+   */
+  async setRequired(owner: { id: string; accountId: string; email: string }, required: boolean): Promise<void> {
     const accountId = owner.accountId;
     if (required && !(await this.isEnabled(owner.id))) throw invalidRequest('required', 'turn on your own two-factor sign-in first');
-    await this.units.run((unit) => this.repo.setRequired(unit, accountId, required, this.clock()));
+    const before = await this.isRequired(accountId);
+    await this.units.run(async (unit) => {
+      await this.repo.setRequired(unit, accountId, required, this.clock());
+      if (before !== required) {
+        await this.log.record(unit, { accountId, actor: { type: 'dashboard_user', userId: owner.id, email: owner.email } }, 'two_factor.requirement_changed', { required: { from: before, to: required } });
+      }
+    });
   }
 
   unusedRecoveryCodes(memberId: string): Promise<number> {

@@ -23,6 +23,7 @@ import * as m021PurchaseSubscription from './021_purchase_subscription_offers.ts
 import * as m022Trials from './022_trials.ts';
 import * as m024Members from './024_members.ts';
 import * as m031WebhookAttemptExchange from './031_webhook_attempt_exchange.ts';
+import * as m032BrandingTeamLog from './032_branding_team_log.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -54,6 +55,7 @@ export const migrations: Record<string, Migration> = {
   '022_trials': m022Trials,
   '024_members': m024Members,
   '031_webhook_attempt_exchange': m031WebhookAttemptExchange,
+  '032_branding_team_log': m032BrandingTeamLog,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

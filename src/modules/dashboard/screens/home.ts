@@ -4,7 +4,7 @@ import { activityChart } from '../chart.ts';
 import { render, type Screen } from '../screen.ts';
 import { emptyState, pageHead, when } from '../views.ts';
 import { auditTable } from './license-audit.ts';
-import { formatAmount } from './payments.ts';
+import { formatAmount } from './purchases.ts';
 
 /** Entries of the latest changes shown on the overview; the audit log page has them all. */
 const LATEST = 8;
@@ -22,12 +22,12 @@ function business(o: AccountOverview): SafeHtml {
   const { last7Days: d7, last30Days: d30 } = o.activity;
   const revenue =
     o.revenue.paid.length === 0
-      ? fact('Revenue, 30 days', 'No purchases', '/dashboard/payments')
-      : html`${o.revenue.paid.map((r) => fact(`Revenue in ${r.currency}, 30 days`, `${formatAmount(r.amount, r.currency)} · ${number(r.purchases)} ${r.purchases === 1 ? 'purchase' : 'purchases'}`, '/dashboard/payments'))}`;
+      ? fact('Revenue, 30 days', 'No purchases', '/dashboard/payments/purchases')
+      : html`${o.revenue.paid.map((r) => fact(`Revenue in ${r.currency}, 30 days`, `${formatAmount(r.amount, r.currency)} · ${number(r.purchases)} ${r.purchases === 1 ? 'purchase' : 'purchases'}`, '/dashboard/payments/purchases'))}`;
   return html`<section class="card spaced" aria-labelledby="glance-title"><h2 id="glance-title">At a glance</h2>
 <dl class="facts">${licenses}</dl>
 <dl class="facts spaced">${fact('Activations, 7 days', number(d7.activations), '/dashboard/activity')}${fact('Activations, 30 days', number(d30.activations), '/dashboard/activity')}${fact('Validations, 7 days', number(d7.validations), '/dashboard/activity')}${fact('Validations, 30 days', number(d30.validations), '/dashboard/activity')}</dl>
-<dl class="facts spaced">${revenue}${o.revenue.refundedOrDisputed > 0 ? fact('Refunded or disputed, 30 days', number(o.revenue.refundedOrDisputed), '/dashboard/payments') : ''}</dl>
+<dl class="facts spaced">${revenue}${o.revenue.refundedOrDisputed > 0 ? fact('Refunded or disputed, 30 days', number(o.revenue.refundedOrDisputed), '/dashboard/payments/purchases') : ''}</dl>
 ${t ? html`<p class="hint">Licenses and devices counted ${when(t.countedAt)} (at most a minute ago).</p>` : ''}
 </section>`;
 }

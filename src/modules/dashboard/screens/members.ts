@@ -5,11 +5,37 @@ import { html } from '../../../http/html.ts';
 import type { Services } from '../../../services.ts';
 import { ROLE_HINTS, ROLE_NAMES } from '../../members/roles.ts';
 import { INVITATION_VALIDITY_MS } from '../../members/service.ts';
+import type { TeamEvent } from '../../members/team-log.ts';
+import type { Actor } from '../../../core/principal.ts';
 import { fieldErrors } from '../forms.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen } from '../screen.ts';
 import { actionButton, checkbox, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, select, table, when } from '../views.ts';
 
 const SECTION = '/dashboard/members';
+
+const actorText = (actor: Actor) => (actor.type === 'dashboard_user' ? (actor.email ?? 'Dashboard') : actor.type === 'cli' ? 'Command line' : actor.type);
+const roleName = (r: unknown) => (typeof r === 'string' && r in ROLE_NAMES ? ROLE_NAMES[r as Role] : String(r));
+
+/** One line of the team log, in words. */
+function teamChangeText(e: TeamEvent): string {
+  const c = e.changes as { email?: string; role?: unknown; required?: { to?: boolean } };
+  switch (e.type) {
+    case 'member.invited':
+      return `Invited ${c.email} as ${roleName(c.role)}`;
+    case 'invitation.revoked':
+      return `Revoked the invitation of ${c.email ?? 'an address'}`;
+    case 'member.joined':
+      return `${c.email} joined as ${roleName(c.role)}`;
+    case 'member.role_changed': {
+      const r = (c.role ?? {}) as { from?: unknown; to?: unknown };
+      return `Changed the role of ${c.email} from ${roleName(r.from)} to ${roleName(r.to)}`;
+    }
+    case 'member.removed':
+      return `Removed ${c.email} (${roleName(c.role)})`;
+    case 'two_factor.requirement_changed':
+      return c.required?.to ? 'Required two-factor sign-in for every member' : 'Made two-factor sign-in optional';
+  }
+}
 const ROLE_OPTIONS = ROLES.map((r) => ({ value: r, label: `${ROLE_NAMES[r]}: ${ROLE_HINTS[r]}` }));
 
 async function membersPage(req: FastifyRequest, reply: FastifyReply, services: Services, o: { status?: number; form?: FormState; securityForm?: FormState } = {}) {
@@ -17,6 +43,7 @@ async function membersPage(req: FastifyRequest, reply: FastifyReply, services: S
   const members = await services.members.list(principal);
   const invitations = await services.members.invitations(principal);
   const required = await services.twoFactor.isRequired(principal.accountId);
+  const log = await services.teamLog.list(principal);
   // Owners manage; admins see the list (core/access.ts). The forms are shown to those who may send them.
   const manages = permits(principal.access, 'members', 'write');
   const form = o.form ?? emptyForm({ email: '', role: 'support' });
@@ -66,7 +93,18 @@ ${select({ name: 'role', label: 'Role', form, options: ROLE_OPTIONS })}
 ${formError(o.securityForm ?? emptyForm())}
 <p class="hint">${required ? 'Required: every member signs in with a code from their app; members without it must set it up before anything else.' : 'Optional: each member chooses.'}</p>
 ${manages ? html`${csrfInput(viewer.csrf)}${checkbox({ name: 'required', label: 'Require two-factor sign-in for every member', form: { values: { required: required ? 'on' : undefined }, errors: o.securityForm?.errors ?? {} } })}<div class="form-foot"><button type="submit">Save</button></div>` : ''}
-</form>`,
+</form>
+<section class="spaced" aria-labelledby="team-log-title"><h2 id="team-log-title">Team log</h2>
+${
+  log.length === 0
+    ? emptyState('No change to the team yet.')
+    : table(
+        'Team log, newest first',
+        ['When', 'By', 'Change'],
+        log.map((e) => html`<tr><td>${when(e.createdAt)}</td><td>${actorText(e.actor)}</td><td>${teamChangeText(e)}</td></tr>`),
+      )
+}
+</section>`,
   });
 }
 

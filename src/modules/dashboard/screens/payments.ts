@@ -1,17 +1,17 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, notFound } from '../../../core/errors.ts';
-import { html, type SafeHtml } from '../../../http/html.ts';
+import { html } from '../../../http/html.ts';
 import type { Notice } from '../../../http/web/notice.ts';
 import { ConnectStripeBody, CreateMappingBody } from '../../payments/schemas.ts';
-import type { PriceMapping, Purchase } from '../../payments/types.ts';
+import type { PriceMapping } from '../../payments/types.ts';
 import type { Product } from '../../products/service.ts';
 import { fieldErrors, optional, parseWith, text, whole } from '../forms.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen, type ScreenOptions } from '../screen.ts';
 import { actionButton, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, select, table, when } from '../views.ts';
 
 const SECTION = '/dashboard/payments';
+const PURCHASES = `${SECTION}/purchases`;
 const PROVIDER = 'stripe';
-const PAGE_SIZE = 25;
 
 type Services = ScreenOptions['services'];
 
@@ -22,28 +22,6 @@ const MODES = [
   { value: 'fixed', label: 'Timed: expires on a fixed date' },
   { value: 'subscription', label: 'Subscription: follows the Stripe subscription' },
 ];
-
-const KIND_LABEL: Record<Purchase['kind'], string> = { new: 'New', renewal: 'Renewal', upgrade: 'Upgrade', subscription: 'Subscription' };
-
-const STATUS_BADGE: Record<Purchase['status'], { label: string; className: string }> = {
-  fulfilled: { label: 'Fulfilled', className: 'active' },
-  unmapped: { label: 'Unmapped', className: 'expired' },
-  unmatched: { label: 'Unmatched', className: 'expired' },
-  refunded: { label: 'Refunded', className: 'revoked' },
-  disputed: { label: 'Disputed', className: 'revoked' },
-};
-
-/** An amount in the currency's smallest unit, shown with its currency (Intl knows each currency's decimals). */
-export function formatAmount(amount: number | null, currency: string | null): string {
-  if (amount === null) return '—';
-  if (!currency) return String(amount);
-  try {
-    const format = new Intl.NumberFormat('en-US', { style: 'currency', currency: currency.toUpperCase() });
-    return format.format(amount / 10 ** (format.resolvedOptions().maximumFractionDigits ?? 2));
-  } catch {
-    return `${amount} ${currency.toUpperCase()}`;
-  }
-}
 
 const ruleOf = (m: PriceMapping) =>
   m.billing === 'subscription'
@@ -60,12 +38,7 @@ interface PageState {
 
 async function paymentsPage(req: FastifyRequest, reply: FastifyReply, services: Services, o: PageState = {}) {
   const { principal, viewer } = req.dashboard;
-  const cursor = typeof (req.query as { cursor?: unknown }).cursor === 'string' ? (req.query as { cursor: string }).cursor : undefined;
-  const [connection, products, purchases] = await Promise.all([
-    services.payments.connection(principal, PROVIDER),
-    services.products.list(principal),
-    services.payments.listPurchases(principal, { limit: PAGE_SIZE, cursor: cursor?.slice(0, 512) }),
-  ]);
+  const [connection, products] = await Promise.all([services.payments.connection(principal, PROVIDER), services.products.list(principal)]);
   const mappings = new Map<string, PriceMapping[]>();
   for (const p of products) mappings.set(p.id, await services.payments.listMappings(principal, p.id));
 
@@ -137,29 +110,6 @@ ${input({ name: 'graceDays', label: 'Grace days (subscription: how long a licens
 <div class="form-foot"><button type="submit">Map price</button></div>
 </form>`;
 
-  const purchaseRows = purchases.data.map((pu) => {
-    const badge = STATUS_BADGE[pu.status];
-    const keys = pu.licenseKeys.length === 0 ? html`—` : html`${pu.licenseKeys.map((k) => html`<a class="key-text" href="/dashboard/licenses/${k}">${k}</a><br>`)}`;
-    const invoice = html`${pu.invoiceId ? html`<a class="button secondary small" href="${SECTION}/purchases/${pu.id}/invoice">Download invoice</a>` : html`<span class="hint">No invoice</span>`}${
-      pu.status === 'unmapped' ? actionButton(viewer, `${SECTION}/purchases/${pu.id}/fulfil`, 'Fulfil', 'small') : ''
-    }`;
-    return html`<tr><td>${when(pu.createdAt)}</td><td>${pu.email ?? '—'}</td><td class="num">${formatAmount(pu.amountTotal, pu.currency)}</td><td class="hide-phone"><span class="badge ${badge.className}">${badge.label}</span> ${KIND_LABEL[pu.kind]}</td><td class="hide-phone">${keys}</td><td class="num">${invoice}</td></tr>`;
-  });
-  const purchaseList: SafeHtml =
-    purchaseRows.length === 0
-      ? emptyState(
-          cursor
-            ? 'No more purchases.'
-            : connection
-              ? 'No purchases yet. They appear here as soon as Stripe reports a completed checkout.'
-              : 'No purchases yet. Connect Stripe and map a price; purchases then appear here.',
-          cursor ? html`<a class="button secondary" href="${SECTION}">Newest purchases</a>` : undefined,
-        )
-      : html`${table('Purchases', ['Date', 'Customer', { text: 'Amount', className: 'num' }, { text: 'Status', className: 'hide-phone' }, { text: 'Licenses', className: 'hide-phone' }, { text: 'Invoice', className: 'num' }], purchaseRows)}
-<div class="pager">${cursor ? html`<a href="${SECTION}#purchases-title">Newest purchases</a>` : html`<span></span>`}${
-          purchases.nextCursor ? html`<a class="button secondary" href="${SECTION}?cursor=${purchases.nextCursor}#purchases-title">Older purchases</a>` : ''
-        }</div>`;
-
   return render(req, reply, {
     status: o.status,
     title: 'Payments',
@@ -168,7 +118,7 @@ ${input({ name: 'graceDays', label: 'Grace days (subscription: how long a licens
     content: html`${pageHead('Payments', 'Sell through Stripe: each completed checkout of a mapped price creates a license and e-mails it to the buyer.')}
 <section aria-labelledby="conn-head"><h2 id="conn-head" class="sr-only">Connection</h2>${connectionSection}</section>
 <section class="spaced" aria-labelledby="prices-title"><h2 id="prices-title">Price mappings</h2>${mappingList}${mappingPanel}</section>
-<section class="spaced" aria-labelledby="purchases-title"><h2 id="purchases-title">Purchases</h2>${purchaseList}</section>`,
+<p class="spaced">Purchases, their invoices and licenses are on the <a href="${PURCHASES}">Purchases</a> page.</p>`,
   });
 }
 
@@ -196,7 +146,6 @@ export const paymentsScreen: Screen = {
     'stripe-disconnected': { tone: 'ok', text: 'Stripe is disconnected: its webhook endpoint is deleted and the key forgotten.' },
     'price-mapped': { tone: 'ok', text: 'Price mapped. Each purchase of it now creates a license.' },
     'price-removed': { tone: 'ok', text: 'Price mapping removed. Purchases of it no longer create licenses.' },
-    'purchase-fulfilled': { tone: 'ok', text: 'Purchase fulfilled: its licenses are created and the customer is e-mailed.' },
   },
   routes: async (app, { services }) => {
     app.get(SECTION, async (req, reply) => paymentsPage(req, reply, services));
@@ -278,28 +227,6 @@ export const paymentsScreen: Screen = {
       }
       await services.payments.removeMapping(principal, productId, priceId);
       return redirectWith(reply, SECTION, 'price-removed');
-    });
-
-    // Fetched from Stripe at click time (its links expire), then straight to the PDF.
-    app.get<{ Params: { id: string } }>(`${SECTION}/purchases/:id/invoice`, { config: { area: 'purchases' } }, async (req, reply) => {
-      try {
-        const invoice = await services.payments.invoice(req.dashboard.principal, req.params.id.slice(0, 64));
-        return reply.redirect(invoice.invoicePdf, 303);
-      } catch (error) {
-        if (!(error instanceof AppError) || error.code === 'not_found' || error.code === 'internal_error') throw error;
-        return paymentsPage(req, reply, services, { status: error.statusCode, notice: { tone: 'bad', text: `The invoice could not be fetched: ${error.message}` } });
-      }
-    });
-
-    // An unmapped purchase, once its prices are mapped: the same fulfilment as the webhook's.
-    app.post<{ Params: { id: string } }>(`${SECTION}/purchases/:id/fulfil`, async (req, reply) => {
-      try {
-        await services.payments.fulfilLater(req.dashboard.principal, req.params.id.slice(0, 64));
-        return redirectWith(reply, SECTION, 'purchase-fulfilled');
-      } catch (error) {
-        if (!(error instanceof AppError) || error.code === 'not_found' || error.code === 'internal_error') throw error;
-        return paymentsPage(req, reply, services, { status: error.statusCode, notice: { tone: 'bad', text: `The purchase could not be fulfilled: ${error.message}` } });
-      }
     });
   },
 };

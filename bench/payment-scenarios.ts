@@ -110,6 +110,19 @@ async function subscribeAll(ctx: ScenarioContext): Promise<void> {
   };
   await Promise.all(Array.from({ length: 16 }, worker));
   renewing.set(ctx.baseUrl, ids);
+  // The checkouts queued a purchase e-mail each: sent before the renewals are measured, not during.
+  await drained(ctx.baseUrl);
+}
+
+/** Waits (up to 5 minutes) until the server's outbox has no pending job. */
+async function drained(baseUrl: string): Promise<void> {
+  const deadline = Date.now() + 300_000;
+  while (Date.now() < deadline) {
+    const text = await (await fetch(`${baseUrl}/metrics`)).text();
+    const pending = [...text.matchAll(/^tessera_outbox_jobs\{[^}]*status="pending"[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    if (pending === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
 }
 
 export const paymentScenarios: Scenario[] = [

@@ -59,6 +59,12 @@ export interface PortalRouteOptions {
 const SESSION_COOKIE = 'tessera_portal';
 const CSRF_COOKIE = 'tessera_csrf';
 const FORM_LIMIT = 4096;
+/**
+ * Where the portal's offer and "Manage subscription" forms send the customer (a 303 to the
+ * provider's hosted Checkout or billing portal): the page's CSP must let its forms redirect there,
+ * or the browser stops at the portal. A provider added later adds its hosted pages' origin here.
+ */
+const PROVIDER_PAGES = ['https://checkout.stripe.com', 'https://billing.stripe.com'];
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
@@ -97,6 +103,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
   webPages(app, {
     name: 'portal',
     assetsPrefix: '/portal/assets/',
+    formRedirects: PROVIDER_PAGES,
     formLimit: FORM_LIMIT,
     errorPage: (status) =>
       status === 429

@@ -130,7 +130,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const productImages = new ProductImageService(new SqlProductImageRepository(store), units, products, accounts, clock);
   const portal = new PortalService(new SqlPortalRepository(store), units, mail, licenses, baseUrl, clock);
   const lifecycleMail = new LifecycleMailer(mail, products, accounts, baseUrl);
-  const subscriptions = new SubscriptionService(new SqlSubscriptionRepository(store), units, licenses, lifecycleMail, clock);
+  const subscriptions = new SubscriptionService(new SqlSubscriptionRepository(store), units, licenses, products, lifecycleMail, clock);
   const offers = new OfferService(new SqlOfferRepository(store), units, products, licenses, lifecycleMail, clock);
   const payments = new PaymentService(
     new SqlPaymentRepository(store),

@@ -277,6 +277,8 @@ export interface OffersTable {
   target_product_id: string | null;
   max_devices: number | null;
   license_type: 'perpetual' | 'timed' | null;
+  /** An upgrade's entitlements, joined by a space; null: the license keeps its own (migration 025). */
+  entitlements: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: number;
 }
 

@@ -95,6 +95,51 @@ forEachStore('offers: renewals and upgrades', (kind) => {
     expect(after.activeDevices.map((d: { identifier: string }) => d.identifier)).toEqual(['laptop']);
   });
 
+  it('an upgrade may set entitlements: shown in its view; bad codes, or entitlements on a renewal, are a 400 and store nothing', async () => {
+    const { t, product } = await setup();
+    const up = await offer(t, product.id, { kind: 'upgrade', name: 'Pro features', priceId: 'price_ent', entitlements: ['pro', 'export.pdf', 'pro'] });
+    expect(up.status).toBe(200);
+    expect(up.body.upgrade).toEqual({ productId: null, maxDevices: null, licenseType: null, entitlements: ['pro', 'export.pdf'] });
+    const none = await offer(t, product.id, { kind: 'upgrade', name: 'Basic', priceId: 'price_none', entitlements: [] });
+    expect(none.body.upgrade.entitlements).toEqual([]);
+    const plain = await offer(t, product.id, { kind: 'upgrade', name: 'More seats', priceId: 'price_seats', maxDevices: 4 });
+    expect(plain.body.upgrade.entitlements).toBeNull();
+    for (const [bad, path] of [
+      [{ kind: 'renewal', name: 'x', priceId: 'price_e1', extendDays: 30, entitlements: ['pro'] }, 'entitlements'],
+      [{ kind: 'upgrade', name: 'x', priceId: 'price_e2', entitlements: ['Pro'] }, 'entitlements'],
+      [{ kind: 'upgrade', name: 'x', priceId: 'price_e3', entitlements: ['has space'] }, 'entitlements'],
+      [{ kind: 'upgrade', name: 'x', priceId: 'price_e4', entitlements: Array.from({ length: 101 }, (_, i) => `f${i}`) }, 'entitlements'],
+      [{ kind: 'upgrade', name: 'x', priceId: 'price_e5', entitlements: 'pro' }, 'entitlements'],
+    ] as const) {
+      const answer = await offer(t, product.id, bad);
+      expect(answer.status, JSON.stringify(bad).slice(0, 80)).toBe(400);
+      expect(answer.body.error.code).toBe('invalid_request');
+      expect(JSON.stringify(answer.body.error.issues ?? answer.body.error)).toContain(path);
+    }
+    const list = await call(p.ctx, { method: 'GET', url: `/api/v1/products/${product.id}/offers`, headers: t.auth });
+    expect(list.body.map((o: { priceId: string }) => o.priceId).sort()).toEqual(['price_ent', 'price_none', 'price_seats']);
+  });
+
+  it("an upgrade's completion sets exactly its entitlements; an upgrade without them, even one that moves product, keeps the license's own", async () => {
+    const { t, c, product } = await setup();
+    const features = double.price(c.key);
+    await offer(t, product.id, { kind: 'upgrade', name: 'Pro features', priceId: features, entitlements: ['pro', 'export.pdf'] });
+    const license = await createLicense(p.ctx, t, product.id, { type: 'perpetual', entitlements: ['basic', 'export.csv'] });
+    expect((await deliver(p.ctx, c.connectionId, checkout(c, features, { tessera_license_key: license.key }))).status).toBe(200);
+    expect((await licenseView(t, license.key)).entitlements).toEqual(['pro', 'export.pdf']);
+    const events = await call(p.ctx, { method: 'GET', url: '/api/v1/licenses/events', headers: { ...t.auth, 'license-key': license.key } });
+    expect(events.body.data[0]).toMatchObject({ type: 'license.updated', changes: { entitlements: { from: ['basic', 'export.csv'], to: ['pro', 'export.pdf'] } } });
+    const purchases = (await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth })).body.data;
+    expect(purchases).toMatchObject([{ kind: 'upgrade', status: 'fulfilled', licenseKeys: [license.key] }]);
+
+    const pro = await createProduct(p.ctx, t, { name: 'Desk App Pro', defaultEntitlements: ['everything'] });
+    const move = double.price(c.key);
+    await offer(t, product.id, { kind: 'upgrade', name: 'Move to Pro', priceId: move, productId: pro.id });
+    const other = await createLicense(p.ctx, t, product.id, { type: 'perpetual', entitlements: ['basic'] });
+    await deliver(p.ctx, c.connectionId, checkout(c, move, { tessera_license_key: other.key }));
+    expect(await licenseView(t, other.key)).toMatchObject({ productId: pro.id, entitlements: ['basic'] });
+  });
+
   it("another account's key, or a price that is no offer of the license's product: nothing changes, the purchase is kept unmatched", async () => {
     const { t, c, product } = await setup();
     const price = double.price(c.key);

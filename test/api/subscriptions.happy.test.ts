@@ -111,6 +111,50 @@ forEachStore('subscriptions (happy)', (kind) => {
     expect(await licensesOf(p.ctx.store, s.t.accountId)).toHaveLength(1);
   });
 
+  it("a plan change gives the license the new mapping's entitlements (else its product's defaults); renewals on one plan leave an operator's edit alone", async () => {
+    const s = await subscribe(p);
+    const { row } = await licenseOf(p, s);
+    const headers = { ...s.t.auth, 'license-key': row.key };
+    expect((await call(p.ctx, { method: 'PATCH', url: '/api/v1/licenses', headers, json: { entitlements: ['custom'] } })).status).toBe(200);
+    const renew = () =>
+      double.updateSubscription(s.c.key, s.sub.id, (sub) => {
+        for (const item of sub.items) [item.current_period_start, item.current_period_end] = [item.current_period_end, item.current_period_end + 30 * 86_400];
+      });
+    renew();
+    await send(p.ctx, s.c, 'invoice.paid', stripeObjects.subscriptionInvoice({ subscription: s.sub.id, status: 'paid' }));
+    expect((await licenseOf(p, s)).view.entitlements).toEqual(['custom']);
+
+    const pro = await createProduct(p.ctx, s.t, { name: 'Cloud Studio Pro', defaultEntitlements: ['pro-default'] });
+    const proPrice = double.price(s.c.key);
+    await mapPrice(p, s.t, pro.id, { priceId: proPrice, billing: 'subscription', licenseType: 'timed', maxDevices: 5, entitlements: ['pro', 'sync'] });
+    double.updateSubscription(s.c.key, s.sub.id, (sub) => void (sub.items[0]!.priceId = proPrice));
+    await subscriptionEvent(p, s);
+    const moved = await licenseOf(p, s);
+    expect(moved.view).toMatchObject({ key: row.key, productId: pro.id, entitlements: ['pro', 'sync'] });
+    const change = s.events.filter((e) => e.type === 'license.updated').at(-1) as { changes: Record<string, unknown> };
+    expect(change.changes).toMatchObject({ productId: { to: pro.id }, entitlements: { from: ['custom'], to: ['pro', 'sync'] } });
+
+    // The same plan again (a redelivery, a renewal): an edit made since stays.
+    await call(p.ctx, { method: 'PATCH', url: '/api/v1/licenses', headers, json: { entitlements: ['pro', 'sync', 'beta'] } });
+    await subscriptionEvent(p, s);
+    renew();
+    await send(p.ctx, s.c, 'invoice.paid', stripeObjects.subscriptionInvoice({ subscription: s.sub.id, status: 'paid' }));
+    expect((await licenseOf(p, s)).view.entitlements).toEqual(['pro', 'sync', 'beta']);
+
+    // A mapping without entitlements: its product's defaults, as a new license of that price gets.
+    const team = await createProduct(p.ctx, s.t, { name: 'Cloud Studio Team', defaultEntitlements: ['team', 'sso'] });
+    const teamPrice = double.price(s.c.key);
+    await mapPrice(p, s.t, team.id, { priceId: teamPrice, billing: 'subscription', licenseType: 'timed', maxDevices: 5 });
+    double.updateSubscription(s.c.key, s.sub.id, (sub) => void (sub.items[0]!.priceId = teamPrice));
+    await subscriptionEvent(p, s);
+    expect((await licenseOf(p, s)).view).toMatchObject({ productId: team.id, entitlements: ['team', 'sso'] });
+
+    // An unmapped price: entitlements stay with the plan the license last had.
+    double.updateSubscription(s.c.key, s.sub.id, (sub) => void (sub.items[0]!.priceId = double.price(s.c.key)));
+    await subscriptionEvent(p, s);
+    expect((await licenseOf(p, s)).view).toMatchObject({ productId: team.id, entitlements: ['team', 'sso'] });
+  });
+
   it('events that arrive before the checkout change nothing; the checkout then applies the current state', async () => {
     const s = await subscribe(p, { checkout: false });
     expect((await subscriptionEvent(p, s, 'customer.subscription.created')).status).toBe(200);

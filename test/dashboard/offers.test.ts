@@ -41,4 +41,23 @@ forEachStore('dashboard: offers', (kind) => {
     expect((await browser.request('POST', `/dashboard/products/${product.id}/offers/remove`, { offerId: row!.id, csrf: browser.csrf })).status).toBe(303);
     expect(await offers(t.accountId)()).toHaveLength(0);
   });
+
+  it("an upgrade's entitlements: typed with spaces or commas, shown in the list; a bad code is the form again with the field's error, nothing stored", async () => {
+    const { createTenant } = await import('../support/app.ts');
+    const t = await createTenant(p.ctx);
+    const product = await createProduct(p.ctx, t, { name: 'Feature App' });
+    const browser = await signIn(p.ctx, t.email);
+    await browser.request('GET', `/dashboard/products/${product.id}/offers`);
+    const form = { kind: 'upgrade', name: 'Pro features', priceId: 'price_pro', csrf: browser.csrf };
+    const bad = await browser.request('POST', `/dashboard/products/${product.id}/offers`, { ...form, entitlements: 'pro Export' });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toContain('name="entitlements" type="text" value="pro Export" aria-invalid="true"');
+    expect(bad.body).toContain('Upgrade: entitlements is not in the expected format.');
+    expect(bad.body).toContain('value="pro Export"');
+    expect(await offers(t.accountId)()).toHaveLength(0);
+    const added = await browser.request('POST', `/dashboard/products/${product.id}/offers`, { ...form, entitlements: 'pro, export.pdf' });
+    expect(added.status).toBe(303);
+    expect((await offers(t.accountId)())[0]).toMatchObject({ entitlements: 'pro export.pdf' });
+    expect((await browser.request('GET', `/dashboard/products/${product.id}/offers`)).body).toContain('Upgrade: entitlements: pro export.pdf');
+  });
 });

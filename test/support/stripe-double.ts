@@ -54,6 +54,12 @@ export class StripeDouble {
   readonly requests: RecordedRequest[] = [];
   /** Off for load runs: nothing is kept per request. */
   record = true;
+  /**
+   * Load runs (bench/payment-scenarios.ts): each retrieve of a subscription first moves its items'
+   * periods on by one period, as a renewal does, so every renewal event replayed by the load
+   * generator (which sends requests made beforehand) meets a renewed subscription.
+   */
+  renewOnRetrieve = false;
   /** Webhook endpoints that exist, by id. */
   readonly endpoints = new Map<string, { key: string; url: string; secret: string; enabled_events: string[] }>();
   private readonly accounts = new Map<string, DoubleAccount>();
@@ -320,6 +326,8 @@ export class StripeDouble {
       return json({ id: m[1], object: 'webhook_endpoint', enabled_events: endpoint.enabled_events, livemode: acct.livemode, status: 'enabled', url: endpoint.url, api_version: null, application: null, created: now(), description: null, metadata: {} });
     }
     if ((m = /^GET \/v1\/subscriptions\/([^/]+)$/.exec(route))) {
+      const sub = acct.subscriptions.get(m[1]!);
+      if (sub && this.renewOnRetrieve) for (const item of sub.items) [item.current_period_start, item.current_period_end] = [item.current_period_end, 2 * item.current_period_end - item.current_period_start];
       return acct.subscriptions.has(m[1]!) ? json(this.subscriptionObject(key, m[1]!)) : missing('subscription', m[1]!);
     }
     if (route === 'POST /v1/checkout/sessions') {

@@ -12,15 +12,22 @@ export interface WebPagesOptions {
   errorPage: (status: number) => string;
   /** Logged with an unexpected error. */
   name: string;
+  /**
+   * Origins besides this one that a form's answer may redirect to (a payment provider's hosted
+   * checkout): browsers apply CSP `form-action` to a form's redirects too, and block the rest.
+   */
+  formRedirects?: readonly string[];
 }
 
-const CSP = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+const cspWith = (formRedirects: readonly string[]) =>
+  `default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; form-action ${["'self'", ...formRedirects].join(' ')}; base-uri 'none'; frame-ancestors 'none'`;
+const CSP = cspWith([]);
 
 export const sendPage = (reply: FastifyReply, status: number, page: string) => reply.status(status).type('text/html; charset=utf-8').send(page);
 
 /** The headers every page carries (a strict CSP, no framing, no caching), also outside a page scope. */
-export const pageHeaders = (reply: FastifyReply): FastifyReply =>
-  reply.header('content-security-policy', CSP).header('x-frame-options', 'DENY').header('cache-control', 'no-store');
+export const pageHeaders = (reply: FastifyReply, csp = CSP): FastifyReply =>
+  reply.header('content-security-policy', csp).header('x-frame-options', 'DENY').header('cache-control', 'no-store');
 
 /**
  * Registers, on an encapsulated page scope: the urlencoded form parser (bounded), security headers
@@ -31,10 +38,11 @@ export function webPages(app: FastifyInstance, options: WebPagesOptions): void {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
 
+  const csp = options.formRedirects?.length ? cspWith(options.formRedirects) : CSP;
   app.addHook('onSend', async (req, reply) => {
     void reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer');
     if (!req.url.startsWith(options.assetsPrefix)) {
-      void pageHeaders(reply);
+      void pageHeaders(reply, csp);
     }
   });
 

@@ -1,4 +1,5 @@
 import type { Selectable } from 'kysely';
+import { decodeEntitlements, encodeEntitlements } from '../../core/entitlements.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
 import type { OffersTable } from '../../storage/schema.ts';
@@ -17,6 +18,7 @@ const toOffer = (r: Selectable<OffersTable>): Offer => ({
   targetProductId: r.target_product_id,
   maxDevices: r.max_devices,
   licenseType: r.license_type === 'perpetual' ? 'perpetual' : null,
+  entitlements: r.entitlements === null ? null : decodeEntitlements(r.entitlements),
   createdAt: Number(r.created_at),
 });
 
@@ -43,6 +45,7 @@ export class SqlOfferRepository implements OfferRepository {
           target_product_id: o.targetProductId,
           max_devices: o.maxDevices,
           license_type: o.licenseType,
+          entitlements: o.entitlements === null ? null : encodeEntitlements(o.entitlements),
           created_at: o.createdAt,
         })
         .onConflict((oc) => oc.columns(['account_id', 'product_id', 'provider', 'price_id']).doNothing()),

@@ -19,7 +19,7 @@ export const offerRoutes: FastifyPluginAsyncTypebox<{ offers: OfferService }> = 
         operationId: 'create-offer',
         summary: 'Offer a renewal or an upgrade',
         description:
-          'At most 3 of each kind per product. A renewal has extendDays; an upgrade any of productId, maxDevices, licenseType (perpetual). A completed checkout of the price for a license of this product (metadata tessera_license_key) applies it.',
+          'At most 3 of each kind per product. A renewal has extendDays; an upgrade any of productId, maxDevices, licenseType (perpetual) and entitlements (the license then has exactly these). A completed checkout of the price for a license of this product (metadata tessera_license_key) applies it.',
         params: ProductParams,
         body: CreateOfferBody,
         response: { 200: OfferReply, ...errorResponses(400, 401, 403, 404) },

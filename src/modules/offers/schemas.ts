@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { toIso } from '../../core/time.ts';
 import { Nullable, StringEnum, Timestamp } from '../../http/schema-helpers.ts';
+import { EntitlementsInput } from '../products/schemas.ts';
 import type { Offer } from './types.ts';
 
 export const CreateOfferBody = Type.Object(
@@ -12,6 +13,7 @@ export const CreateOfferBody = Type.Object(
     productId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Upgrade: another product of the account; the license moves there, keeping key and devices.' })),
     maxDevices: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000, description: "Upgrade: the license's new maxDevices." })),
     licenseType: Type.Optional(StringEnum(['perpetual'], { description: 'Upgrade: perpetual clears the expiry.' })),
+    entitlements: Type.Optional(EntitlementsInput),
   },
   { additionalProperties: false },
 );
@@ -28,6 +30,7 @@ export const OfferReply = Type.Object({
       productId: Nullable(Type.String()),
       maxDevices: Nullable(Type.Integer()),
       licenseType: Nullable(Type.String()),
+      entitlements: Nullable(Type.Array(Type.String(), { description: "The license's entitlements after the upgrade; null: it keeps its own." })),
     }),
   ),
   createdAt: Timestamp,
@@ -40,7 +43,7 @@ export const offerView = (o: Offer) => ({
   name: o.name,
   priceId: o.priceId,
   extendDays: o.extendDays,
-  upgrade: o.kind === 'upgrade' ? { productId: o.targetProductId, maxDevices: o.maxDevices, licenseType: o.licenseType } : null,
+  upgrade: o.kind === 'upgrade' ? { productId: o.targetProductId, maxDevices: o.maxDevices, licenseType: o.licenseType, entitlements: o.entitlements } : null,
   createdAt: toIso(o.createdAt),
 });
 

@@ -1,3 +1,4 @@
+import { checkEntitlements } from '../../core/entitlements.ts';
 import { AppError, invalidRequest, notFound } from '../../core/errors.ts';
 import { randomBase62 } from '../../core/ids.ts';
 import type { Principal } from '../../core/principal.ts';
@@ -15,8 +16,12 @@ export interface OfferInput {
   productId?: string;
   maxDevices?: number;
   licenseType?: 'perpetual';
-  // entitlements: an upgrade's entitlements join here once licenses have them (wave 3, licensing model).
+  /** Upgrade: the license's entitlements become exactly these. */
+  entitlements?: string[];
 }
+
+/** The fields only an upgrade has, in the order a 400 names the first one given. */
+const UPGRADE_FIELDS = ['productId', 'maxDevices', 'licenseType', 'entitlements'] as const;
 
 /** The e-mail "your license was renewed / upgraded" (the mail module's LifecycleMailer). */
 export interface ExtendedMail {
@@ -52,13 +57,14 @@ export class OfferService {
     if (!name) throw invalidRequest('name', 'must not be blank');
     const priceId = input.priceId.trim();
     if (!priceId) throw invalidRequest('priceId', 'must not be blank');
-    const upgradeFields = input.productId !== undefined || input.maxDevices !== undefined || input.licenseType !== undefined;
+    const upgradeField = UPGRADE_FIELDS.find((field) => input[field] !== undefined);
+    const entitlements = input.entitlements === undefined ? null : checkEntitlements(input.entitlements, 'entitlements');
     if (input.kind === 'renewal') {
       if (input.extendDays === undefined) throw invalidRequest('extendDays', 'a renewal needs extendDays');
-      if (upgradeFields) throw invalidRequest(input.productId !== undefined ? 'productId' : input.maxDevices !== undefined ? 'maxDevices' : 'licenseType', 'is for upgrades only');
+      if (upgradeField) throw invalidRequest(upgradeField, 'is for upgrades only');
     } else {
       if (input.extendDays !== undefined) throw invalidRequest('extendDays', 'is for renewals only');
-      if (!upgradeFields) throw invalidRequest('productId', 'an upgrade needs at least one of productId, maxDevices and licenseType');
+      if (!upgradeField) throw invalidRequest('productId', 'an upgrade needs at least one of productId, maxDevices, licenseType and entitlements');
       if (input.productId === productId) throw invalidRequest('productId', 'must be another product');
       if (input.productId !== undefined) {
         await this.products.get(principal, input.productId).catch((error: unknown) => {
@@ -78,6 +84,7 @@ export class OfferService {
       targetProductId: input.productId ?? null,
       maxDevices: input.maxDevices ?? null,
       licenseType: input.licenseType ?? null,
+      entitlements,
       createdAt: this.clock(),
     };
     await this.units.run(async (unit) => {
@@ -126,7 +133,8 @@ export class OfferService {
   /**
    * The offer's change to the license, in the caller's unit: a renewal sets `expiresAt` to the later
    * of now and its expiry, plus `extendDays` (timed licenses only: undefined for a perpetual one);
-   * an upgrade moves product, devices and type. The license service records and announces it (audit,
+   * an upgrade moves product, devices and type, and sets exactly its entitlements when it has any
+   * (else the license keeps its own, product move or not). The license service records and announces it (audit,
    * webhooks); the customer (`to`) is e-mailed in the same unit.
    */
   async apply(unit: Unit, principal: Principal, license: License, offer: Offer, to: string | null): Promise<License | undefined> {
@@ -142,6 +150,7 @@ export class OfferService {
         change.type = 'perpetual';
         change.expiresAt = null;
       }
+      if (offer.entitlements !== null) change.entitlements = offer.entitlements;
     }
     const updated = await this.licenses.update(principal, license.key, change, unit);
     if (to) await this.mail.extended(principal, unit, { to, kind: offer.kind, license: updated });

@@ -20,6 +20,8 @@ export interface Offer {
   maxDevices: number | null;
   /** Upgrade: `perpetual` clears the expiry. */
   licenseType: 'perpetual' | null;
+  /** Upgrade: the license's entitlements become exactly these; null leaves them as they are. */
+  entitlements: string[] | null;
   createdAt: number;
 }
 

@@ -69,6 +69,12 @@ export function pageBrandOf(b: Branding): PageBrand | undefined {
 const SESSION_COOKIE = 'tessera_portal';
 const CSRF_COOKIE = 'tessera_csrf';
 const FORM_LIMIT = 4096;
+/**
+ * Where the portal's offer and "Manage subscription" forms send the customer (a 303 to the
+ * provider's hosted Checkout or billing portal): the page's CSP must let its forms redirect there,
+ * or the browser stops at the portal. A provider added later adds its hosted pages' origin here.
+ */
+const PROVIDER_PAGES = ['https://checkout.stripe.com', 'https://billing.stripe.com'];
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
@@ -107,6 +113,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<PortalRouteOptions> = async
   webPages(app, {
     name: 'portal',
     assetsPrefix: '/portal/assets/',
+    formRedirects: PROVIDER_PAGES,
     formLimit: FORM_LIMIT,
     errorPage: (status) =>
       status === 429

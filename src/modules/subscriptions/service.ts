@@ -5,6 +5,7 @@ import type { Principal } from '../../core/principal.ts';
 import type { Unit, UnitRunner } from '../../core/unit-of-work.ts';
 import { type LicenseService, snapshot, type UpdateLicenseInput } from '../licenses/service.ts';
 import type { License, LicenseRecord } from '../licenses/types.ts';
+import type { ProductService } from '../products/service.ts';
 import type { Subscription, SubscriptionItem } from '../payments/provider.ts';
 import { hasEnded, subscriptionExpiresAt } from './expiry.ts';
 import type { CustomerLink, SubscriptionLink, SubscriptionRef, SubscriptionRepository, SubscriptionState } from './types.ts';
@@ -14,6 +15,8 @@ export interface SubscriptionPlan {
   productId: string;
   maxDevices: number;
   graceDays: number | null;
+  /** What its licenses unlock; null: the product's default entitlements. */
+  entitlements: string[] | null;
 }
 
 /** The e-mail telling a customer their renewal payment failed (the mail module's LifecycleMailer). */
@@ -59,6 +62,7 @@ export class SubscriptionService {
     private readonly repo: SubscriptionRepository,
     private readonly units: UnitRunner,
     private readonly licenses: LicenseService,
+    private readonly products: ProductService,
     private readonly mail: PaymentFailedMail,
     private readonly clock: () => number = Date.now,
   ) {}
@@ -113,7 +117,8 @@ export class SubscriptionService {
 
   /**
    * The subscription's current state onto its linked licenses: expiry by the one rule; a mapped
-   * price's product and devices (× quantity). A price with no mapping changes neither (logged by the
+   * price's product and devices (× quantity); on a plan change (the item's price is another than the
+   * one the license was last given) the new mapping's entitlements too. A price with no mapping changes neither (logged by the
    * caller from the outcome). Emits the subscription's event for each license whose subscription
    * renewed, changed or ended. Returns the number of licenses followed and the unmapped prices met.
    */
@@ -143,6 +148,8 @@ export class SubscriptionService {
       if (plan) {
         change.productId = plan.productId;
         change.maxDevices = Math.min(MAX_DEVICES, plan.maxDevices * Math.max(1, item!.quantity));
+        // Only when the plan changed: every renewal re-applying them would undo an operator's edit.
+        if (item!.priceId !== link.priceId) change.entitlements = await this.entitlementsOf(principal, plan, unit);
       }
       const license = await this.updateLicense(principal, link.licenseKey, change, unit);
       if (!license) continue;
@@ -165,6 +172,11 @@ export class SubscriptionService {
     if (live && (later || before.status === 'past_due' || before.status === 'unpaid')) return 'subscription.renewed' as const;
     const same = before.status === after.status && before.cancelAtPeriodEnd === after.cancelAtPeriodEnd && before.currentPeriodEnd === after.currentPeriodEnd;
     return same ? undefined : ('subscription.updated' as const);
+  }
+
+  /** A plan's entitlements, as a new license of its price gets them: the mapping's, else its product's defaults. */
+  private async entitlementsOf(principal: Principal, plan: SubscriptionPlan, unit: Unit): Promise<string[]> {
+    return plan.entitlements ?? (await this.products.get(principal, plan.productId, unit)).defaultEntitlements;
   }
 
   private async updateLicense(principal: Principal, key: string, change: UpdateLicenseInput, unit: Unit): Promise<License | undefined> {

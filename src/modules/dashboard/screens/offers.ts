@@ -12,6 +12,12 @@ type Services = Parameters<Screen['routes']>[1]['services'];
 const SECTION = '/dashboard/products';
 const path = (productId: string) => `${SECTION}/${encodeURIComponent(productId)}/offers`;
 
+/** Entitlement codes as typed (spaces or commas between them); none typed: the upgrade leaves the license's alone. */
+function entitlementsOf(raw: string | undefined): string[] | undefined {
+  const codes = (raw ?? '').split(/[\s,]+/).filter((c) => c !== '');
+  return codes.length > 0 ? codes : undefined;
+}
+
 /** The form onto the API's body: a renewal sends extendDays, an upgrade its changes. */
 function offerBody(f: Record<string, string | undefined>) {
   const kind = f.kind === 'upgrade' ? 'upgrade' : 'renewal';
@@ -21,14 +27,14 @@ function offerBody(f: Record<string, string | undefined>) {
     priceId: text(f.priceId) ?? '',
     ...(kind === 'renewal'
       ? { extendDays: whole(f.extendDays) ?? '' }
-      : { productId: optional(f.productId), maxDevices: whole(f.maxDevices), licenseType: f.licenseType === 'perpetual' ? 'perpetual' : undefined }),
+      : { productId: optional(f.productId), maxDevices: whole(f.maxDevices), licenseType: f.licenseType === 'perpetual' ? 'perpetual' : undefined, entitlements: entitlementsOf(f.entitlements) }),
   };
 }
 
 const describe = (o: Offer, names: Map<string, string>) =>
   o.kind === 'renewal'
     ? `Renewal: +${o.extendDays} days`
-    : `Upgrade: ${[o.targetProductId && `to ${names.get(o.targetProductId) ?? o.targetProductId}`, o.maxDevices && `${o.maxDevices} devices`, o.licenseType === 'perpetual' && 'perpetual'].filter(Boolean).join(', ')}`;
+    : `Upgrade: ${[o.targetProductId && `to ${names.get(o.targetProductId) ?? o.targetProductId}`, o.maxDevices && `${o.maxDevices} devices`, o.licenseType === 'perpetual' && 'perpetual', o.entitlements && `entitlements: ${o.entitlements.join(' ') || 'none'}`].filter(Boolean).join(', ')}`;
 
 /** A product's renewals and upgrades: what its customers can buy for their licenses in the portal. */
 async function offersPage(req: FastifyRequest, reply: FastifyReply, services: Services, productId: string, o: { status?: number; form?: FormState } = {}) {
@@ -58,6 +64,7 @@ ${input({ name: 'extendDays', label: 'Renewal: days added', type: 'number', form
 ${select({ name: 'productId', label: 'Upgrade: move to product', form, options: [{ value: '', label: 'Keep the product' }, ...products.filter((p) => p.id !== productId).map((p) => ({ value: p.id, label: p.name }))] })}
 ${input({ name: 'maxDevices', label: 'Upgrade: devices', type: 'number', form, attrs: html` min="1" max="100000"` })}
 ${select({ name: 'licenseType', label: 'Upgrade: license type', form, options: [{ value: '', label: 'Keep the type' }, { value: 'perpetual', label: 'Perpetual (no expiry)' }] })}
+${input({ name: 'entitlements', label: 'Upgrade: entitlements', form, hint: 'The license\'s features become exactly these, e.g. "pro export.pdf": lower-case codes separated by spaces. Empty keeps the license\'s own.', attrs: html` autocomplete="off" spellcheck="false"` })}
 <div class="form-foot"><button type="submit">Add offer</button></div>
 </form>`,
   });

@@ -13,7 +13,7 @@ import { DEFAULT_GRACE_DAYS, type SubscriptionService } from '../subscriptions/s
 import type { SubscriptionRef } from '../subscriptions/types.ts';
 import type { OfferService } from '../offers/service.ts';
 import type { Offer } from '../offers/types.ts';
-import type { Invoice, LineItem, PaidPurchase, PaymentProvider, ReversedPayment, Subscription } from './provider.ts';
+import type { Invoice, LineItem, PaidPurchase, PaymentProvider, ReversedPayment, Subscription, WebhookHeaders } from './provider.ts';
 import type { Connection, CustomerScope, PaymentRepository, PriceMapping, Purchase, PurchasePage } from './types.ts';
 
 export interface MappingInput {
@@ -147,6 +147,11 @@ export class PaymentService {
     this.onBackgroundError = options.onBackgroundError ?? (() => {});
     this.clock = options.clock ?? Date.now;
     this.cliSecrets = options.cliSecrets ?? {};
+  }
+
+  /** The providers' notification routes: one per provider. */
+  webhookRoutes(): { name: string; info: PaymentProvider['webhook'] }[] {
+    return [...this.providers.values()].map((p) => ({ name: p.name, info: p.webhook }));
   }
 
   private provider(name: string): PaymentProvider {
@@ -345,12 +350,12 @@ export class PaymentService {
    * (a unit may await only its own statements); the unit then decides, under the purchase's
    * unique key, whether this delivery is the one that fulfils.
    */
-  async handleNotification(providerName: string, connectionId: string, rawBody: Buffer, signature: string | undefined): Promise<NotificationOutcome> {
+  async handleNotification(providerName: string, connectionId: string, rawBody: Buffer, headers: WebhookHeaders): Promise<NotificationOutcome> {
     const provider = this.provider(providerName);
     const connection = await this.repo.findConnectionById(connectionId);
     if (!connection || connection.provider !== providerName) throw notFound('Connection');
     const secret = this.secrets.open(connection.webhookSecretSealed, `${connection.id}/webhook`);
-    const notification = this.verify(provider, connection, rawBody, signature, secret);
+    const notification = this.verify(provider, connection, rawBody, headers, secret);
     const principal = providerPrincipal(connection.accountId, providerName);
     switch (notification.kind) {
       case 'ignored':
@@ -414,13 +419,13 @@ export class PaymentService {
   }
 
   /** The endpoint's own secret; for a test-mode connection also the CLI's, when the server is given one. */
-  private verify(provider: PaymentProvider, connection: Connection, rawBody: Buffer, signature: string | undefined, secret: string) {
+  private verify(provider: PaymentProvider, connection: Connection, rawBody: Buffer, headers: WebhookHeaders, secret: string) {
     try {
-      return provider.parse(rawBody, signature, secret, this.clock());
+      return provider.parse(rawBody, headers, secret, this.clock());
     } catch (error) {
       const cli = this.cliSecrets[provider.name];
       if (!cli || connection.livemode || !(error instanceof AppError && error.code === 'invalid_signature')) throw error;
-      return provider.parse(rawBody, signature, cli, this.clock());
+      return provider.parse(rawBody, headers, cli, this.clock());
     }
   }
 

@@ -30,6 +30,7 @@ import { type EventConsumer, deliverEvents } from './modules/outbox/event-delive
 import { Outbox } from './modules/outbox/outbox.ts';
 import type { Housekeeping, JobConsumer } from './modules/outbox/worker.ts';
 import { SqlPaymentRepository } from './modules/payments/repository.ts';
+import { DELETE_ENDPOINT_JOB, deleteEndpointConsumer } from './modules/payments/endpoint-jobs.ts';
 import { PaymentService } from './modules/payments/service.ts';
 import { StripeProvider } from './modules/payments/stripe.ts';
 import { SqlPortalRepository } from './modules/portal/repository.ts';
@@ -136,8 +137,10 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
     subscriptions,
     offers,
     new SecretBox(secretKey, 'payment-providers', { remember: OPENED_SECRETS }),
+    outbox,
     { baseUrl, onBackgroundError, clock, cliSecrets: options.stripeCliWebhookSecret ? { stripe: options.stripeCliWebhookSecret } : {} },
   );
+  jobConsumers[DELETE_ENDPOINT_JOB] = deleteEndpointConsumer((job) => payments.deleteEndpoint(job));
   const dashboardRepository = new SqlDashboardRepository(store);
   const twoFactor = new TwoFactorService(new SqlTwoFactorRepository(store), units, new SecretBox(secretKey, 'two-factor'), clock);
   const memberRemoved = async (unit: Unit, memberId: string) => {

@@ -230,7 +230,11 @@ export const paymentWebhookRoutes: FastifyPluginAsyncTypebox<{ payments: Payment
         const outcome = await payments.handleNotification(name, req.params.connectionId, body, req.headers);
         if (outcome.outcome === 'ignored' && outcome.malformed !== undefined) {
           req.log.warn({ provider: name, connectionId: req.params.connectionId, type: outcome.type, malformed: outcome.malformed }, 'payment event malformed: ignored');
-        } else req.log.info({ provider: name, connectionId: req.params.connectionId, outcome: outcome.outcome }, 'payment event handled');
+        } else {
+          // A subscription item whose price is not mapped needs the operator: the line says which.
+          const unmapped = outcome.outcome === 'subscription' && outcome.unmappedPrices.length > 0 ? { unmappedPrices: outcome.unmappedPrices } : {};
+          req.log.info({ provider: name, connectionId: req.params.connectionId, outcome: outcome.outcome, ...unmapped }, 'payment event handled');
+        }
         return { received: true };
       },
     );

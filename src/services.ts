@@ -34,6 +34,8 @@ import { type EventConsumer, deliverEvents } from './modules/outbox/event-delive
 import { Outbox } from './modules/outbox/outbox.ts';
 import type { Housekeeping, JobConsumer } from './modules/outbox/worker.ts';
 import { SqlPaymentRepository } from './modules/payments/repository.ts';
+import { DELETE_ENDPOINT_JOB, deleteEndpointConsumer } from './modules/payments/endpoint-jobs.ts';
+import type { PaymentProvider } from './modules/payments/provider.ts';
 import { PaymentService } from './modules/payments/service.ts';
 import { StripeProvider } from './modules/payments/stripe.ts';
 import { SqlPortalRepository } from './modules/portal/repository.ts';
@@ -72,6 +74,8 @@ export interface ServiceOptions {
   auditRetentionDays?: number;
   /** config.validationCacheEntries: validation rows kept in memory on PostgreSQL (0: none, the default here). */
   validationCacheEntries?: number;
+  /** Payment providers beside Stripe's adapter (tests prove the seam with one). */
+  paymentProviders?: PaymentProvider[];
 }
 
 const DAY = 24 * 60 * 60_000;
@@ -135,14 +139,16 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const payments = new PaymentService(
     new SqlPaymentRepository(store),
     units,
-    [new StripeProvider({ apiUrl: options.stripeApiUrl })],
+    [new StripeProvider({ apiUrl: options.stripeApiUrl }), ...(options.paymentProviders ?? [])],
     products,
     licenses,
     subscriptions,
     offers,
     new SecretBox(secretKey, 'payment-providers', { remember: OPENED_SECRETS }),
+    outbox,
     { baseUrl, onBackgroundError, clock, cliSecrets: options.stripeCliWebhookSecret ? { stripe: options.stripeCliWebhookSecret } : {} },
   );
+  jobConsumers[DELETE_ENDPOINT_JOB] = deleteEndpointConsumer((job) => payments.deleteEndpoint(job));
   const dashboardRepository = new SqlDashboardRepository(store);
   const teamLog = new TeamLog(new SqlTeamLogRepository(store), clock);
   const twoFactor = new TwoFactorService(new SqlTwoFactorRepository(store), units, new SecretBox(secretKey, 'two-factor'), teamLog, clock);

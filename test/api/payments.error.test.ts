@@ -254,7 +254,7 @@ forEachStore('payments (errors)', (kind) => {
         const event = signedEvent(c.secret, type, object);
         const res = await deliver(p.ctx, c.connectionId, event);
         expect([res.status, res.body], `${type} ${JSON.stringify(object)}`).toEqual([200, { received: true }]);
-        const outcome = await p.ctx.services.payments.handleNotification('stripe', c.connectionId, Buffer.from(event.payload), event.header);
+        const outcome = await p.ctx.services.payments.handleNotification('stripe', c.connectionId, Buffer.from(event.payload), { 'stripe-signature': event.header });
         expect(outcome).toEqual({ outcome: 'ignored', type: expect.stringContaining(`${type} (malformed:`), malformed: expect.any(String) });
       }
       expect((await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth })).body.data).toEqual([]);

@@ -67,7 +67,7 @@ describe('Stripe adapter (provider seam)', () => {
     const now = Date.now();
     const parse = (type: string, object: unknown) => {
       const { payload, header } = signedEvent(secret, type, object);
-      return stripe.parse(Buffer.from(payload), header, secret, now);
+      return stripe.parse(Buffer.from(payload), { 'stripe-signature': header }, secret, now);
     };
     expect(parse('checkout.session.completed', stripeObjects.checkoutSession({ id: 'cs_1', email: 'a@example.com', paymentIntent: 'pi_1', invoice: 'in_1', amountTotal: 1200 }))).toEqual({
       kind: 'paid',
@@ -99,7 +99,7 @@ describe('Stripe adapter (provider seam)', () => {
     expect(parse('checkout.session.completed', stripeObjects.subscriptionCheckout({ id: 'cs_5', subscription: 'sub_5' }))).toMatchObject({ kind: 'paid', subscriptionId: 'sub_5', paymentId: null });
     // The tolerance is measured against the service's clock, not the machine's.
     const { payload, header } = signedEvent(secret, 'checkout.session.completed', stripeObjects.checkoutSession({ id: 'cs_4' }));
-    expect(() => stripe.parse(Buffer.from(payload), header, secret, now + 301_000)).toThrow(/tolerance/);
+    expect(() => stripe.parse(Buffer.from(payload), { 'stripe-signature': header }, secret, now + 301_000)).toThrow(/tolerance/);
   });
 
   it('retrieves a subscription through the package: items with their periods (ms), status, cancel flag', async () => {

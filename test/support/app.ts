@@ -2,7 +2,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll } from 'vitest';
 import { buildApp, type AppOptions } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
-import { createServices, type Services } from '../../src/services.ts';
+import { createServices, type ServiceOptions, type Services } from '../../src/services.ts';
 import type { Store } from '../../src/storage/index.ts';
 import { cliPrincipal } from '../../src/core/principal.ts';
 import { createTestDatabase, type StoreKind, type TestDatabase } from './stores.ts';
@@ -28,14 +28,14 @@ export interface Tenant {
  * One app on a fresh database for a describe block, built in beforeAll and torn down in
  * afterAll. `extra` lets a suite change config (e.g. turn rate limits on) or add app options.
  */
-export function useTestApp(kind: StoreKind, extra: { env?: Record<string, string>; app?: Partial<AppOptions>; clock?: () => number } = {}): TestContext {
+export function useTestApp(kind: StoreKind, extra: { env?: Record<string, string>; app?: Partial<AppOptions>; clock?: () => number; services?: Partial<ServiceOptions> } = {}): TestContext {
   const ctx = {} as TestContext;
   beforeAll(async () => {
     ctx.kind = kind;
     ctx.database = await createTestDatabase(kind);
     ctx.config = loadConfig({ RATE_LIMIT: 'off', ...ctx.database.env, ...extra.env });
     ctx.store = await ctx.database.open();
-    ctx.services = createServices(ctx.store, ctx.config.secretKey, undefined, extra.clock ? { ...ctx.config, clock: extra.clock } : ctx.config);
+    ctx.services = createServices(ctx.store, ctx.config.secretKey, undefined, { ...ctx.config, ...(extra.clock ? { clock: extra.clock } : {}), ...extra.services });
     ctx.app = await buildApp({ config: ctx.config, services: ctx.services, logger: false, ...extra.app });
     await ctx.app.ready();
   });

@@ -66,6 +66,8 @@ export class StripeDouble {
   private server?: Server;
   /** Answers this many next calls with this status (500: Stripe failing). */
   private failures: { status: number; left: number } = { status: 0, left: 0 };
+  /** Calls whose `METHOD /path` starts with this answer `status` until heal() (one route failing, the others not). */
+  private failingRoute: { prefix: string; status: number } | null = null;
   url = '';
 
   async start(): Promise<this> {
@@ -233,8 +235,14 @@ export class StripeDouble {
     this.failures = { status, left: count };
   }
 
+  /** Calls whose `METHOD /path` starts with `prefix` answer `status` until heal(). */
+  failRoute(prefix: string, status: number): void {
+    this.failingRoute = { prefix, status };
+  }
+
   heal(): void {
     this.failures = { status: 0, left: 0 };
+    this.failingRoute = null;
   }
 
   calls(method: string, pathPrefix: string): RecordedRequest[] {
@@ -263,6 +271,9 @@ export class StripeDouble {
     for (const [k, v] of url.searchParams) form.append(k, v);
     if (this.record) this.requests.push({ method: req.method ?? '', path: url.pathname, key, form });
 
+    if (this.failingRoute && `${req.method} ${url.pathname}`.startsWith(this.failingRoute.prefix)) {
+      return stripeError(res, this.failingRoute.status, { type: 'api_error', message: 'An unknown error occurred' });
+    }
     if (this.failures.left > 0) {
       this.failures.left--;
       return stripeError(res, this.failures.status, { type: 'api_error', message: 'An unknown error occurred' });

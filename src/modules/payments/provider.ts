@@ -66,6 +66,28 @@ export interface SubscriptionPaymentFailed {
   payUrl: string | null;
 }
 
+/** A notification's request headers, names lower-cased (as Node gives them). */
+export type WebhookHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
+/** One header's value (the first, when sent several times). */
+export function headerValue(headers: WebhookHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * What the notification route of a provider says about itself: its OpenAPI text and the rate-limit
+ * bucket of a connection (providers send every account's events from a few addresses, so the bucket
+ * is per connection, not per address).
+ */
+export interface WebhookRouteInfo {
+  /** The provider's name as people write it (Stripe). */
+  label: string;
+  summary: string;
+  description: string;
+  rateLimitKey(connectionId: string): string;
+}
+
 /** A verified notification, in the provider-neutral terms the fulfilment rules use. */
 export type Notification = PaidPurchase | ReversedPayment | SubscriptionChanged | SubscriptionPaymentFailed | IgnoredNotification;
 
@@ -108,12 +130,17 @@ export interface Invoice {
  */
 export interface PaymentProvider {
   readonly name: string;
+  /** Its notification route (POST /api/v1/payments/{name}/webhook/{connectionId}). */
+  readonly webhook: WebhookRouteInfo;
   /** Creates the notification endpoint at `url` (checks the key by doing so). */
   connect(apiKey: string, url: string): Promise<ProviderEndpoint>;
   /** Deletes the endpoint; one already gone is not an error. */
   disconnect(apiKey: string, endpointId: string): Promise<void>;
-  /** Verifies the signature over the raw body (at time `now`, epoch ms) and parses the notification. */
-  parse(rawBody: Buffer, signature: string | undefined, signingSecret: string, now: number): Notification;
+  /**
+   * Verifies the signature over the raw body (at time `now`, epoch ms) with whichever of the request's
+   * headers the provider signs with, and parses the notification.
+   */
+  parse(rawBody: Buffer, headers: WebhookHeaders, signingSecret: string, now: number): Notification;
   lineItems(apiKey: string, sessionId: string): Promise<LineItem[]>;
   /** Whether the price exists at the provider (false when it does not; other failures throw). */
   priceExists(apiKey: string, priceId: string): Promise<boolean>;

@@ -195,9 +195,10 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
 };
 
 /**
- * Stripe's notifications: no API key (the signature over the raw body proves the sender), so this
+ * The providers' notifications, one route per provider (its adapter names the signature headers and
+ * the rate-limit bucket): no API key (the signature over the raw body proves the sender), so this
  * scope reads every body as bytes. 200 only once the work is committed; any failure is a 500 so
- * Stripe delivers the event again.
+ * the provider delivers the event again.
  */
 export const paymentWebhookRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService; perConnectionPerMinute: number | false }> = async (
   app,
@@ -205,35 +206,37 @@ export const paymentWebhookRoutes: FastifyPluginAsyncTypebox<{ payments: Payment
 ) => {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_req, body, done) => done(null, body));
-  if (perConnectionPerMinute) {
-    // Per connection: Stripe sends every account's events from the same few addresses.
-    app.addHook('onRequest', app.rateLimit({ max: perConnectionPerMinute, timeWindow: MINUTE, keyGenerator: (req) => `stripe-webhook:${(req.params as { connectionId?: string }).connectionId}` }));
-  }
 
-  app.post(
-    '/payments/stripe/webhook/:connectionId',
-    {
-      bodyLimit: WEBHOOK_BODY_LIMIT,
-      schema: {
-        tags,
-        operationId: 'receive-stripe-webhook',
-        summary: "Stripe's events (registered at Stripe on connect)",
-        description:
-          'Verified with the Stripe-Signature header (300 s tolerance). 400 invalid_signature when it is missing or wrong; 400 invalid_request for a body that is no event; 404 for an unknown connection; 500 on failure, so Stripe retries. A handled event whose object lacks what it needs is answered 200 and ignored (logged).',
-        params: WebhookParams,
-        body: Type.Unsafe<Buffer>({ description: 'The event exactly as Stripe sent it.' }),
-        response: { 200: Type.Object({ received: Type.Boolean() }), ...errorResponses(400, 404, 413, 429, 500) },
+  for (const { name, info } of payments.webhookRoutes()) {
+    const connectionOf = (req: { params: unknown }) => (req.params as { connectionId?: string }).connectionId ?? '';
+    app.post(
+      `/payments/${name}/webhook/:connectionId`,
+      {
+        bodyLimit: WEBHOOK_BODY_LIMIT,
+        ...(perConnectionPerMinute ? { onRequest: app.rateLimit({ max: perConnectionPerMinute, timeWindow: MINUTE, keyGenerator: (req) => info.rateLimitKey(connectionOf(req)) }) } : {}),
+        schema: {
+          tags,
+          operationId: `receive-${name}-webhook`,
+          summary: info.summary,
+          description: info.description,
+          params: WebhookParams,
+          body: Type.Unsafe<Buffer>({ description: `The event exactly as ${info.label} sent it.` }),
+          response: { 200: Type.Object({ received: Type.Boolean() }), ...errorResponses(400, 404, 413, 429, 500) },
+        },
       },
-    },
-    async (req) => {
-      // No body is an empty one: the connection (404) and the signature (400 invalid_signature) are checked first, as for any event.
-      const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      const signature = req.headers['stripe-signature'];
-      const outcome = await payments.handleNotification(STRIPE, req.params.connectionId, body, Array.isArray(signature) ? signature[0] : signature);
-      if (outcome.outcome === 'ignored' && outcome.malformed !== undefined) {
-        req.log.warn({ connectionId: req.params.connectionId, type: outcome.type, malformed: outcome.malformed }, 'stripe event malformed: ignored');
-      } else req.log.info({ connectionId: req.params.connectionId, outcome: outcome.outcome }, 'stripe event handled');
-      return { received: true };
-    },
-  );
+      async (req) => {
+        // No body is an empty one: the connection (404) and the signature (400 invalid_signature) are checked first, as for any event.
+        const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        const outcome = await payments.handleNotification(name, req.params.connectionId, body, req.headers);
+        if (outcome.outcome === 'ignored' && outcome.malformed !== undefined) {
+          req.log.warn({ provider: name, connectionId: req.params.connectionId, type: outcome.type, malformed: outcome.malformed }, 'payment event malformed: ignored');
+        } else {
+          // A subscription item whose price is not mapped needs the operator: the line says which.
+          const unmapped = outcome.outcome === 'subscription' && outcome.unmappedPrices.length > 0 ? { unmappedPrices: outcome.unmappedPrices } : {};
+          req.log.info({ provider: name, connectionId: req.params.connectionId, outcome: outcome.outcome, ...unmapped }, 'payment event handled');
+        }
+        return { received: true };
+      },
+    );
+  }
 };

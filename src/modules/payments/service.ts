@@ -13,7 +13,9 @@ import { DEFAULT_GRACE_DAYS, type SubscriptionService } from '../subscriptions/s
 import type { SubscriptionRef } from '../subscriptions/types.ts';
 import type { OfferService } from '../offers/service.ts';
 import type { Offer } from '../offers/types.ts';
-import type { Invoice, LineItem, PaidPurchase, PaymentProvider, ReversedPayment, Subscription } from './provider.ts';
+import type { Outbox } from '../outbox/outbox.ts';
+import { DELETE_ENDPOINT_JOB, type DeleteEndpointPayload, isRefusedKey } from './endpoint-jobs.ts';
+import type { Invoice, LineItem, PaidPurchase, PaymentProvider, ReversedPayment, Subscription, WebhookHeaders } from './provider.ts';
 import type { Connection, CustomerScope, PaymentRepository, PriceMapping, Purchase, PurchasePage } from './types.ts';
 
 export interface MappingInput {
@@ -111,7 +113,7 @@ function retryLater(error: unknown): never {
 export interface PaymentServiceOptions {
   /** Notification URLs registered at providers start here (BASE_URL). */
   baseUrl: string;
-  /** Failures of after-commit work (deleting a replaced endpoint at the provider). */
+  /** Failures of after-failure work (deleting an endpoint whose connection could not be stored nor queued). */
   onBackgroundError?: (error: unknown) => void;
   clock?: () => number;
   /** Development only: a provider's CLI signing secret (`stripe listen`), also accepted for test-mode connections. */
@@ -140,6 +142,7 @@ export class PaymentService {
     private readonly subscriptions: SubscriptionService,
     private readonly offers: OfferService,
     private readonly secrets: SecretBox,
+    private readonly outbox: Outbox,
     options: PaymentServiceOptions,
   ) {
     this.providers = new Map(providers.map((p) => [p.name, p]));
@@ -147,6 +150,11 @@ export class PaymentService {
     this.onBackgroundError = options.onBackgroundError ?? (() => {});
     this.clock = options.clock ?? Date.now;
     this.cliSecrets = options.cliSecrets ?? {};
+  }
+
+  /** The providers' notification routes: one per provider. */
+  webhookRoutes(): { name: string; info: PaymentProvider['webhook'] }[] {
+    return [...this.providers.values()].map((p) => ({ name: p.name, info: p.webhook }));
   }
 
   private provider(name: string): PaymentProvider {
@@ -162,7 +170,9 @@ export class PaymentService {
   /**
    * Connects (or reconnects) the account: creates the notification endpoint at the provider with
    * the key (which checks the key), then stores both secrets sealed. A reconnect replaces the
-   * connection and deletes the old endpoint. Nothing is stored when the provider refuses.
+   * connection and queues the old endpoint's deletion in the same unit (an outbox job, retried until
+   * the provider confirms), so neither a provider down at that moment nor a crash after the commit
+   * leaves it behind. Nothing is stored when the provider refuses.
    */
   async connect(principal: Principal, providerName: string, apiKey: string): Promise<Connection> {
     const provider = this.provider(providerName);
@@ -178,20 +188,35 @@ export class PaymentService {
       webhookSecretSealed: this.secrets.seal(endpoint.signingSecret, `${id}/webhook`),
       connectedAt: this.clock(),
     };
-    let replaced: Connection | undefined;
     try {
-      replaced = await this.units.run((unit) => this.repo.replaceConnection(unit, connection));
+      await this.units.run(async (unit) => {
+        const replaced = await this.repo.replaceConnection(unit, connection);
+        if (replaced) await this.queueEndpointDeletion(unit, replaced);
+      });
     } catch (error) {
-      this.dropEndpoint(provider, apiKey, endpoint.endpointId);
+      // The new endpoint serves no stored connection: its deletion is queued on its own (or, with the store failing too, tried now).
+      await this.units.run((unit) => this.queueEndpointDeletion(unit, connection)).catch(() => provider.disconnect(apiKey, endpoint.endpointId).catch(this.onBackgroundError));
       throw error;
     }
-    if (replaced) this.dropEndpoint(provider, this.apiKey(replaced), replaced.webhookEndpointId);
     return connection;
   }
 
-  /** After commit, best effort: an endpoint left behind only receives events answered 404. */
-  private dropEndpoint(provider: PaymentProvider, apiKey: string, endpointId: string): void {
-    provider.disconnect(apiKey, endpointId).catch(this.onBackgroundError);
+  private queueEndpointDeletion(unit: Unit, c: Connection): Promise<string> {
+    const payload: DeleteEndpointPayload = { provider: c.provider, connectionId: c.id, endpointId: c.webhookEndpointId, apiKeySealed: c.apiKeySealed };
+    return this.outbox.enqueue(unit, DELETE_ENDPOINT_JOB, payload, { accountId: c.accountId });
+  }
+
+  /**
+   * The outbox job a reconnect queued: deletes the endpoint at its provider with the key that made it.
+   * Done when the provider confirms (an endpoint it no longer has included) or refuses the key (revoked:
+   * nothing can be deleted with it); otherwise it throws and the job is retried.
+   */
+  async deleteEndpoint(job: DeleteEndpointPayload): Promise<void> {
+    try {
+      await this.provider(job.provider).disconnect(this.secrets.open(job.apiKeySealed, job.connectionId), job.endpointId);
+    } catch (error) {
+      if (!isRefusedKey(error)) throw error;
+    }
   }
 
   connection(principal: Principal, providerName: string): Promise<Connection | undefined> {
@@ -208,11 +233,7 @@ export class PaymentService {
     const provider = this.provider(providerName);
     const current = await this.repo.findConnection(principal.accountId, providerName);
     if (!current) return;
-    try {
-      await provider.disconnect(this.apiKey(current), current.webhookEndpointId);
-    } catch (error) {
-      if (!(error instanceof AppError && error.code === 'invalid_provider_key')) throw error;
-    }
+    await this.deleteEndpoint({ provider: providerName, connectionId: current.id, endpointId: current.webhookEndpointId, apiKeySealed: current.apiKeySealed });
     await this.units.run((unit) => this.repo.deleteConnection(unit, principal.accountId, current.id));
   }
 
@@ -345,12 +366,12 @@ export class PaymentService {
    * (a unit may await only its own statements); the unit then decides, under the purchase's
    * unique key, whether this delivery is the one that fulfils.
    */
-  async handleNotification(providerName: string, connectionId: string, rawBody: Buffer, signature: string | undefined): Promise<NotificationOutcome> {
+  async handleNotification(providerName: string, connectionId: string, rawBody: Buffer, headers: WebhookHeaders): Promise<NotificationOutcome> {
     const provider = this.provider(providerName);
     const connection = await this.repo.findConnectionById(connectionId);
     if (!connection || connection.provider !== providerName) throw notFound('Connection');
     const secret = this.secrets.open(connection.webhookSecretSealed, `${connection.id}/webhook`);
-    const notification = this.verify(provider, connection, rawBody, signature, secret);
+    const notification = this.verify(provider, connection, rawBody, headers, secret);
     const principal = providerPrincipal(connection.accountId, providerName);
     switch (notification.kind) {
       case 'ignored':
@@ -414,13 +435,13 @@ export class PaymentService {
   }
 
   /** The endpoint's own secret; for a test-mode connection also the CLI's, when the server is given one. */
-  private verify(provider: PaymentProvider, connection: Connection, rawBody: Buffer, signature: string | undefined, secret: string) {
+  private verify(provider: PaymentProvider, connection: Connection, rawBody: Buffer, headers: WebhookHeaders, secret: string) {
     try {
-      return provider.parse(rawBody, signature, secret, this.clock());
+      return provider.parse(rawBody, headers, secret, this.clock());
     } catch (error) {
       const cli = this.cliSecrets[provider.name];
       if (!cli || connection.livemode || !(error instanceof AppError && error.code === 'invalid_signature')) throw error;
-      return provider.parse(rawBody, signature, cli, this.clock());
+      return provider.parse(rawBody, headers, cli, this.clock());
     }
   }
 

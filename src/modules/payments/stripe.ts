@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
 import { AppError } from '../../core/errors.ts';
-import type { Invoice, LineItem, Notification, PaymentProvider, ProviderEndpoint, Subscription, SubscriptionStatus } from './provider.ts';
+import { headerValue, type Invoice, type LineItem, type Notification, type PaymentProvider, type ProviderEndpoint, type Subscription, type SubscriptionStatus, type WebhookHeaders } from './provider.ts';
 
 /** The events the endpoint subscribes to (decisions.md); everything else Stripe might send is ignored. */
 export const STRIPE_EVENTS = [
@@ -190,7 +190,16 @@ export class StripeProvider implements PaymentProvider {
     }
   }
 
-  parse(rawBody: Buffer, signature: string | undefined, signingSecret: string, now: number): Notification {
+  readonly webhook = {
+    label: 'Stripe',
+    summary: "Stripe's events (registered at Stripe on connect)",
+    description:
+      'Verified with the Stripe-Signature header (300 s tolerance). 400 invalid_signature when it is missing or wrong; 400 invalid_request for a body that is no event; 404 for an unknown connection; 500 on failure, so Stripe retries. A handled event whose object lacks what it needs is answered 200 and ignored (logged).',
+    rateLimitKey: (connectionId: string) => `stripe-webhook:${connectionId}`,
+  };
+
+  parse(rawBody: Buffer, headers: WebhookHeaders, signingSecret: string, now: number): Notification {
+    const signature = headerValue(headers, 'stripe-signature');
     if (!signature) throw new AppError('invalid_signature', 'The Stripe-Signature header is missing.');
     let event: Stripe.Event;
     try {

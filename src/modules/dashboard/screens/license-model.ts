@@ -137,14 +137,17 @@ export async function saveModel(req: FastifyRequest, reply: FastifyReply, servic
     const problem = codesProblem(entitlements);
     if (problem) issues.unshift({ path: 'entitlements', message: problem });
     const current = await services.licenses.get(principal, key);
-    // The count rule on what the save would leave (the service checks it again in its unit).
+    // The count rule on what the save would leave, whatever else is wrong with the rows (the service checks it again in its unit).
+    const countable = Object.fromEntries(Object.entries(change).filter(([k]) => k.length <= METADATA_KEY_MAX).map(([k, v]) => [k, v?.slice(0, METADATA_VALUE_MAX) ?? null]));
     try {
-      applyMetadata(current.metadata, change);
+      applyMetadata(current.metadata, countable);
     } catch (error) {
       if (!(error instanceof AppError) || error.code !== 'invalid_request') throw error;
       issues.push(...(error.issues ?? []).filter((i) => i.path === 'metadata'));
     }
-    const body = withIssues(issues, () => parseWith(UpdateLicenseBody, { entitlements, metadata: change }));
+    // Rows with problems are named row by row above: the schema then checks the rest, not them again in its words.
+    const rowsChecked = issues.some((i) => i.path.startsWith('meta'));
+    const body = withIssues(issues, () => parseWith(UpdateLicenseBody, { entitlements, ...(rowsChecked ? {} : { metadata: change }) }));
     await services.licenses.update(principal, key, body);
     return redirectWith(reply, `/dashboard/licenses/${encodeURIComponent(key)}`, 'license-model-saved');
   } catch (error) {

@@ -196,7 +196,7 @@ forEachStore('dashboard: licensing model', (kind) => {
     expect(lockedPage).not.toMatch(/Lease ends/);
     const floatingPage = (await browser.request('GET', licensePath(b.key))).body;
     expect(textOf(floatingPage)).toMatch(/Lease ends/);
-    expect(textOf(floatingPage)).toContain('Floating: a device keeps its slot 10 min after its last heartbeat');
+    expect(textOf(floatingPage)).toContain('Seats Floating, 10 min lease');
     const device = (await licenseOf(ctx, t, b.key)).activeDevices[0]!;
     expect(device.leaseExpiresAt).toBeGreaterThan(Date.now());
     expect(textOf(floatingPage)).not.toContain('Lapsed');

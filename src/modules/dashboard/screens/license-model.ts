@@ -51,7 +51,7 @@ export function modelFacts(l: LicenseRecord, product: Product): SafeHtml {
   const minutes = Math.round(product.floating.leaseSeconds / 60);
   return html`<div><dt>Entitlements</dt><dd>${l.entitlements.length === 0 ? 'None' : html`${l.entitlements.map((c, i) => html`${i > 0 ? ' ' : ''}<code>${c}</code>`)}`}</dd></div>
 ${l.trial ? html`<div><dt>Trial</dt><dd>Started as a trial from the app</dd></div>` : ''}
-${product.floating.enabled ? html`<div><dt>Seats</dt><dd>Floating: a device keeps its slot ${minutes >= 1 ? `${minutes} min` : `${product.floating.leaseSeconds} s`} after its last heartbeat</dd></div>` : ''}`;
+${product.floating.enabled ? html`<div><dt>Seats</dt><dd>Floating, ${minutes >= 1 ? `${minutes} min` : `${product.floating.leaseSeconds} s`} lease</dd></div>` : ''}`;
 }
 
 // ---- Entitlements and metadata editor ------------------------------------------------------------

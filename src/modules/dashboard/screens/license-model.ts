@@ -132,9 +132,10 @@ export async function saveModel(req: FastifyRequest, reply: FastifyReply, servic
   const f = formOf(req);
   const { principal } = req.dashboard;
   try {
-    const entitlements = codesOf(f.entitlements);
+    // A post without the field (not this form's) leaves the set as it is.
+    const entitlements = f.entitlements === undefined ? undefined : codesOf(f.entitlements);
     const { change, issues } = metadataChange(f);
-    const problem = codesProblem(entitlements);
+    const problem = entitlements && codesProblem(entitlements);
     if (problem) issues.unshift({ path: 'entitlements', message: problem });
     const current = await services.licenses.get(principal, key);
     // The count rule on what the save would leave, whatever else is wrong with the rows (the service checks it again in its unit).

@@ -27,7 +27,7 @@ function productBody(f: Record<string, string | undefined>) {
     purchaseNote: nullable(f.purchaseNote),
     actionButtonText: nullable(f.actionButtonText),
     actionButtonUrl: nullable(f.actionButtonUrl),
-    defaultEntitlements: codesOf(f.defaultEntitlements),
+    defaultEntitlements: f.defaultEntitlements === undefined ? undefined : codesOf(f.defaultEntitlements),
     // An emptied number keeps its stored value (the API's PATCH takes these settings field by field).
     floating: defined({ enabled: checked(f.floatingEnabled), leaseSeconds: whole(f.leaseSeconds) }),
     trial: defined({ enabled: checked(f.trialEnabled), days: whole(f.trialDays), maxDevices: whole(f.trialMaxDevices) }),
@@ -40,7 +40,7 @@ const RENAME = { 'floating.leaseSeconds': 'leaseSeconds', 'floating.enabled': 'f
 /** The form checked against the API's schema, entitlement codes named when wrong: every field's problem at once. */
 function parseProduct<T extends typeof CreateProductBody | typeof UpdateProductBody>(schema: T, f: Record<string, string | undefined>) {
   const body = productBody(f);
-  const problem = codesProblem(body.defaultEntitlements);
+  const problem = body.defaultEntitlements && codesProblem(body.defaultEntitlements);
   return withIssues(problem ? [{ path: 'defaultEntitlements', message: problem }] : [], () => parseWith(schema, body));
 }
 

@@ -91,7 +91,7 @@ export const modelScenarios: Scenario[] = [
     // A random floating seat renews its lease: the validation checks, then one conditional UPDATE committed.
     name: 'public heartbeat (floating)',
     prepare: async (ctx) => {
-      await cacheCounts(ctx, 'before the heartbeat scenario');
+      await cacheCounts(ctx, 'before "public heartbeat (floating)"');
       const product = await api(ctx, 'POST', '/products', { name: 'Bench floating', floating: { enabled: true, leaseSeconds: LEASE_SECONDS } });
       const productId = product.id as string;
       made.set(`heartbeat ${ctx.baseUrl} ${ctx.fixture.productId}`, { productId, keys: await licensesWithDevices(ctx, productId, {}) });
@@ -103,19 +103,25 @@ export const modelScenarios: Scenario[] = [
       return typeof b.device?.leaseExpiresAt === 'string' ? undefined : `no lease: ${JSON.stringify(body)}`;
     },
   },
-  {
-    // Public validate of a random license holding six entitlements (in the answer), on the seeded product.
-    name: 'public validate (entitlements)',
+  validateWith('public validate (entitlements)', ENTITLEMENTS),
+  // The control: licenses made the same way, at the same time in the run, without entitlements.
+  validateWith('public validate (same setup, none)', []),
+];
+
+/** Public validate of a random license holding `codes` (in the answer), made by the scenario on the seeded product. */
+function validateWith(name: string, codes: string[]): Scenario {
+  return {
+    name,
     prepare: async (ctx) => {
-      await cacheCounts(ctx, 'before the entitlements scenario');
-      made.set(`entitlements ${ctx.baseUrl} ${ctx.fixture.productId}`, { productId: ctx.fixture.productId, keys: await licensesWithDevices(ctx, ctx.fixture.productId, { entitlements: ENTITLEMENTS }) });
+      await cacheCounts(ctx, `before "${name}"`);
+      made.set(`${name} ${ctx.baseUrl} ${ctx.fixture.productId}`, { productId: ctx.fixture.productId, keys: await licensesWithDevices(ctx, ctx.fixture.productId, { entitlements: codes }) });
       await cacheCounts(ctx, 'after its licenses were made and validated once');
     },
-    request: requestOn('/api/v1/public/licenses/validate', 'entitlements'),
+    request: requestOn('/api/v1/public/licenses/validate', name),
     check: (status, body) => {
       const b = body as { isValid?: unknown; license?: { entitlements?: unknown } };
       if (status !== 200 || b.isValid !== true) return `HTTP ${status}: ${JSON.stringify(body)}`;
-      return Array.isArray(b.license?.entitlements) && b.license.entitlements.length === ENTITLEMENTS.length ? undefined : `entitlements missing: ${JSON.stringify(body)}`;
+      return Array.isArray(b.license?.entitlements) && b.license.entitlements.length === codes.length ? undefined : `entitlements not as made: ${JSON.stringify(body)}`;
     },
-  },
-];
+  };
+}

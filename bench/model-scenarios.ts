@@ -105,7 +105,7 @@ export const modelScenarios: Scenario[] = [
   },
   validateWith('public validate (entitlements)', ENTITLEMENTS),
   // The control: licenses made the same way, at the same time in the run, without entitlements.
-  validateWith('public validate (same setup, none)', []),
+  validateWith('public validate (control: no codes)', []),
 ];
 
 /** Public validate of a random license holding `codes` (in the answer), made by the scenario on the seeded product. */

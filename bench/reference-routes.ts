@@ -28,7 +28,7 @@ export function addReferenceRoutes(app: FastifyInstance, dataDir: string): void 
     isValid: true,
     status: 'active',
     device: { identifier, name: 'Bench device', activationDate: at },
-    license: { key, productId: 'product', type: 'perpetual', revoked: false, maxDevices: 1, expiresAt: null, createdAt: at },
+    license: { key, productId: 'product', type: 'perpetual', revoked: false, maxDevices: 1, expiresAt: null, createdAt: at, entitlements: [], trial: false },
   });
   type Query = { licenseKey: string; deviceIdentifier: string };
   app.post('/reference/answer', { schema }, async (req) => {

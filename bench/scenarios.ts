@@ -2,6 +2,7 @@ import type autocannon from 'autocannon';
 import { deviceOf, type Fixture } from './seed.ts';
 import { paymentScenarios } from './payment-scenarios.ts';
 import { tokenScenarios } from './token-scenarios.ts';
+import { modelScenarios } from './model-scenarios.ts';
 
 export type StoreKind = 'sqlite' | 'postgres';
 
@@ -104,4 +105,5 @@ export const scenarios: Scenario[] = [
   },
   ...tokenScenarios,
   ...paymentScenarios,
+  ...modelScenarios,
 ];

@@ -47,7 +47,10 @@ export function parseWith<T extends TSchema>(schema: T, body: Record<string, unk
   if (Value.Check(schema, clean)) return clean as Static<T>;
   const issues = new Map<string, string>();
   for (const e of Value.Errors(schema, clean)) {
-    const path = e.instancePath.replace(/^\//, '').split('/')[0]!;
+    // A nested object's field keeps its place ("floating.leaseSeconds"); an array's item is its array's.
+    const segments = e.instancePath.replace(/^\//, '').split('/');
+    const end = segments.findIndex((s) => /^[0-9]+$/.test(s));
+    const path = (end < 0 ? segments : segments.slice(0, end)).join('.');
     if (e.keyword === 'boolean' || e.keyword === 'additionalProperties' || e.keyword === 'anyOf') continue;
     if (path && !issues.has(path)) issues.set(path, humanize(e as never));
   }
@@ -65,8 +68,9 @@ export function fieldErrors(error: unknown, rename: Record<string, string> = {})
   if (error.code !== 'invalid_request' && error.code !== 'product_has_licenses' && error.code !== 'license_tokens_disabled') return undefined;
   const errors: Record<string, string> = {};
   for (const issue of error.issues ?? []) {
-    const path = issue.path.replace(/^(body|query)\./, '').split('.')[0]!;
-    errors[rename[path] ?? path] ??= issue.message;
+    const full = issue.path.replace(/^(body|query)\./, '');
+    const path = full.split('.')[0]!;
+    errors[rename[full] ?? rename[path] ?? path] ??= issue.message;
   }
   if (Object.keys(errors).length === 0) errors._form = error.message;
   return errors;

@@ -12,6 +12,7 @@ import type { LicenseRecord } from '../../licenses/types.ts';
 import type { Product } from '../../products/service.ts';
 import { checked, fieldErrors, mergeIssues, nullable, parseWith, whole } from '../forms.ts';
 import { auditSection } from './license-audit.ts';
+import { deviceColumns, MODEL_NOTICES, modelFacts, modelForm, modelSection, rotateKey, saveModel, showsLeases } from './license-model.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen, type ScreenOptions } from '../screen.ts';
 import { actionButton, checkbox, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, select, table, when } from '../views.ts';
 
@@ -135,7 +136,7 @@ function devicePager(path: string, page: number, shown: number, total: number): 
 
 const dateValue = (ms: number | null) => (ms === null ? '' : new Date(ms).toISOString().slice(0, 10));
 
-async function licensePage(req: FastifyRequest, reply: FastifyReply, services: Services, key: string, o: { status?: number; form?: FormState; notice?: Notice } = {}) {
+async function licensePage(req: FastifyRequest, reply: FastifyReply, services: Services, key: string, o: { status?: number; form?: FormState; model?: FormState; notice?: Notice } = {}) {
   const { principal, viewer } = req.dashboard;
   const devicePage = pageNumber((req.query as { devicesPage?: unknown } | undefined)?.devicesPage);
   const { license: l, devices: shown, total } = await services.licenses.getWithDevicePage(principal, key, { offset: (devicePage - 1) * DEVICES_PER_PAGE, limit: DEVICES_PER_PAGE });
@@ -145,16 +146,17 @@ async function licensePage(req: FastifyRequest, reply: FastifyReply, services: S
   const subscription = (await services.subscriptions.snapshots(principal.accountId, [l.key])).get(l.key);
   const actions = html`${subscription ? actionButton(viewer, `${p}/subscription/unlink`, 'Unlink subscription…', 'secondary') : ''}${l.revoked ? actionButton(viewer, `${p}/unrevoke`, 'Un-revoke', 'secondary') : actionButton(viewer, `${p}/revoke`, 'Revoke…', 'danger')}${
     l.email ? actionButton(viewer, `${p}/send-email`, 'Resend purchase e-mail', 'secondary') : ''
-  }${actionButton(viewer, `${p}/delete`, 'Delete…', 'danger')}`;
+  }${actionButton(viewer, `${p}/rotate-key`, 'Rotate key…', 'secondary')}${actionButton(viewer, `${p}/delete`, 'Delete…', 'danger')}`;
+  const extra = deviceColumns(showsLeases(product, shown), services.clock());
   const devices =
     total === 0
       ? html`<p class="hint">No device has activated this license yet.</p>`
       : html`${table(
           'Devices',
-          ['Name', 'Identifier', 'Activated', { text: 'Action', className: 'num' }],
+          ['Name', 'Identifier', 'Activated', ...extra.headers, { text: 'Action', className: 'num' }],
           shown.map(
             (d) =>
-              html`<tr><td>${d.name}</td><td><code>${d.identifier}</code></td><td>${when(d.activationDate)}</td><td class="num">${actionButton(viewer, `${p}/devices/remove`, `Remove ${d.name}…`, 'secondary small', { device: d.identifier })}</td></tr>`,
+              html`<tr><td>${d.name}</td><td><code>${d.identifier}</code></td><td>${when(d.activationDate)}</td>${extra.cells(d)}<td class="num">${actionButton(viewer, `${p}/devices/remove`, `Remove ${d.name}…`, 'secondary small', { device: d.identifier })}</td></tr>`,
           ),
         )}${devicePager(p, devicePage, shown.length, total)}<div class="form-foot">${actionButton(viewer, `${p}/devices/reset`, 'Reset all devices…', 'secondary')}</div>`;
   const auditCursor = (req.query as { auditCursor?: unknown } | undefined)?.auditCursor;
@@ -179,6 +181,7 @@ async function licensePage(req: FastifyRequest, reply: FastifyReply, services: S
 <div><dt>Expires</dt><dd>${when(l.expiresAt)}</dd></div>
 <div><dt>Devices</dt><dd>${total} of ${l.maxDevices}</dd></div>
 <div><dt>Created</dt><dd>${when(l.createdAt)}</dd></div>
+${modelFacts(l, product)}
 ${
   subscription &&
   html`<div><dt>Subscription</dt><dd><code>${subscription.id}</code> (${subscription.provider}) · ${subscription.status}${subscription.cancelAtPeriodEnd ? ' · cancels at period end' : ''} · period ends ${when(subscription.currentPeriodEnd)}</dd></div>`
@@ -186,6 +189,7 @@ ${
 </dl>
 <section class="card spaced" aria-labelledby="devices-title"><h2 id="devices-title">Devices</h2>${devices}</section>
 <section aria-labelledby="edit-title"><h2 id="edit-title">Edit</h2>${licenseForm(viewer.csrf, form, p, 'Save changes')}</section>
+${modelSection(viewer.csrf, `${p}/model`, modelForm(l, o.model))}
 ${audit}`,
   });
 }
@@ -204,6 +208,7 @@ export const licensesScreen: Screen = {
     'devices-reset': { tone: 'ok', text: 'All devices removed.' },
     'subscription-unlinked': { tone: 'ok', text: 'Unlinked: the subscription no longer changes this license.' },
     'email-sent': { tone: 'ok', text: 'The purchase e-mail is on its way.' },
+    ...MODEL_NOTICES,
   },
   routes: async (app, { services }) => {
     app.get<{ Querystring: ListQuery }>(SECTION, async (req, reply) => {
@@ -369,6 +374,9 @@ ${select({ name: 'status', label: 'Status', form, options: [{ value: '', label: 
       }
       return redirectWith(reply, path(key), 'email-sent');
     });
+
+    app.post<{ Params: { key: string } }>(`${SECTION}/:key/model`, async (req, reply) => saveModel(req, reply, services, keyOf(req.params.key), licensePage));
+    app.post<{ Params: { key: string } }>(`${SECTION}/:key/rotate-key`, async (req, reply) => rotateKey(req, reply, services, keyOf(req.params.key), licensePage));
 
     app.post<{ Params: { key: string } }>(`${SECTION}/:key/devices/remove`, async (req, reply) => {
       const key = keyOf(req.params.key);

@@ -6,6 +6,7 @@ import { CreateProductBody, UpdateProductBody } from '../../products/schemas.ts'
 import type { Product, ProductFields } from '../../products/service.ts';
 import { activityChart } from '../chart.ts';
 import { checked, fieldErrors, nullable, parseWith, text, whole } from '../forms.ts';
+import { codesOf, codesProblem, defined, withIssues } from '../model-fields.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen } from '../screen.ts';
 import { actionButton, checkbox, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, table, textarea, when } from '../views.ts';
 
@@ -26,7 +27,21 @@ function productBody(f: Record<string, string | undefined>) {
     purchaseNote: nullable(f.purchaseNote),
     actionButtonText: nullable(f.actionButtonText),
     actionButtonUrl: nullable(f.actionButtonUrl),
+    defaultEntitlements: f.defaultEntitlements === undefined ? undefined : codesOf(f.defaultEntitlements),
+    // An emptied number keeps its stored value (the API's PATCH takes these settings field by field).
+    floating: defined({ enabled: checked(f.floatingEnabled), leaseSeconds: whole(f.leaseSeconds) }),
+    trial: defined({ enabled: checked(f.trialEnabled), days: whole(f.trialDays), maxDevices: whole(f.trialMaxDevices) }),
   };
+}
+
+/** The form's nested settings under the names of their fields. */
+const RENAME = { 'floating.leaseSeconds': 'leaseSeconds', 'floating.enabled': 'floatingEnabled', 'trial.days': 'trialDays', 'trial.maxDevices': 'trialMaxDevices', 'trial.enabled': 'trialEnabled' };
+
+/** The form checked against the API's schema, entitlement codes named when wrong: every field's problem at once. */
+function parseProduct<T extends typeof CreateProductBody | typeof UpdateProductBody>(schema: T, f: Record<string, string | undefined>) {
+  const body = productBody(f);
+  const problem = body.defaultEntitlements && codesProblem(body.defaultEntitlements);
+  return withIssues(problem ? [{ path: 'defaultEntitlements', message: problem }] : [], () => parseWith(schema, body));
 }
 
 const on = (b: boolean) => (b ? 'on' : undefined);
@@ -42,6 +57,12 @@ const productValues = (p: Pick<Product, keyof ProductFields>) => ({
   purchaseNote: p.purchaseNote ?? '',
   actionButtonText: p.actionButtonText ?? '',
   actionButtonUrl: p.actionButtonUrl ?? '',
+  defaultEntitlements: p.defaultEntitlements.join(' '),
+  floatingEnabled: on(p.floating.enabled),
+  leaseSeconds: String(p.floating.leaseSeconds),
+  trialEnabled: on(p.trial.enabled),
+  trialDays: String(p.trial.days),
+  trialMaxDevices: String(p.trial.maxDevices),
 });
 const NEW_PRODUCT = productValues({
   name: '',
@@ -77,6 +98,16 @@ ${input({ name: 'portalDeviceResetWindowDays', label: 'Within (days)', type: 'nu
 </fieldset>
 <fieldset><legend>Expiry</legend>
 ${checkbox({ name: 'fallbackEnabled', label: 'Fallback: expired licenses keep working in a limited mode (status "fallbacked")', form })}
+</fieldset>
+<fieldset><legend>Licensing model</legend>
+${input({ name: 'defaultEntitlements', label: 'Default entitlements', form, hint: 'Features a new license of this product unlocks unless given its own, e.g. "pro export.pdf": lower-case codes separated by spaces. Changing them changes no existing license.', attrs: html` autocomplete="off" spellcheck="false"` })}
+${checkbox({ name: 'floatingEnabled', label: 'Floating seats: an activation holds its slot only while the app sends heartbeats (VMs, containers)', form })}
+${input({ name: 'leaseSeconds', label: 'Lease length (seconds)', type: 'number', form, hint: '60 to 86,400 (a day). A device without a heartbeat for this long frees its slot for the next activation.', attrs: html` min="60" max="86400"` })}
+${checkbox({ name: 'trialEnabled', label: 'Trials: apps may start a trial without a key (one per device, ever)', form })}
+<div class="row">
+${input({ name: 'trialDays', label: 'Trial length (days)', type: 'number', form, attrs: html` min="1" max="365"` })}
+${input({ name: 'trialMaxDevices', label: 'Devices per trial', type: 'number', form, attrs: html` min="1" max="100"` })}
+</div>
 </fieldset>
 <fieldset><legend>Purchase e-mail and portal</legend>
 ${textarea({ name: 'purchaseNote', label: 'Note to customers', form, hint: 'Shown in the purchase e-mail and the portal, e.g. installation steps.', attrs: html` maxlength="5000"` })}
@@ -170,10 +201,10 @@ export const productsScreen: Screen = {
     app.post(`${SECTION}/new`, async (req, reply) => {
       const f = formOf(req);
       try {
-        const product = await services.products.create(req.dashboard.principal, parseWith(CreateProductBody, productBody(f)));
+        const product = await services.products.create(req.dashboard.principal, parseProduct(CreateProductBody, f));
         return redirectWith(reply, path(product), 'product-created');
       } catch (error) {
-        const errors = fieldErrors(error);
+        const errors = fieldErrors(error, RENAME);
         if (!errors) throw error;
         return newPage(req, reply, { values: f, errors }, 400);
       }
@@ -184,10 +215,10 @@ export const productsScreen: Screen = {
     app.post<{ Params: { id: string } }>(`${SECTION}/:id`, async (req, reply) => {
       const f = formOf(req);
       try {
-        await services.products.update(req.dashboard.principal, req.params.id, parseWith(UpdateProductBody, productBody(f)));
+        await services.products.update(req.dashboard.principal, req.params.id, parseProduct(UpdateProductBody, f));
         return redirectWith(reply, path({ id: req.params.id }), 'product-saved');
       } catch (error) {
-        const errors = fieldErrors(error);
+        const errors = fieldErrors(error, RENAME);
         if (!errors) throw error;
         return productPage(req, reply, services, req.params.id, { status: 400, form: { values: f, errors } });
       }

@@ -2,7 +2,7 @@ import { timeOrderedFloor, timeOrderedId } from '../../core/ids.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
 import { type Selectable, sql, type Updateable } from 'kysely';
-import { bool, flag, type WebhookEndpointsTable } from '../../storage/schema.ts';
+import { bool, flag, type WebhookDeliveriesTable, type WebhookEndpointsTable } from '../../storage/schema.ts';
 import { Prepared } from '../../storage/prepared.ts';
 import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
 import type { AttemptExchange, AttemptOutcome, DeliveryDetail, DeliveryStatus, DeliveryTarget, DeliveryWithAttempts, EndpointFields, NewDelivery, WebhookEndpoint, WebhookRepository } from './types.ts';
@@ -20,6 +20,20 @@ const toEndpoint = (r: Selectable<WebhookEndpointsTable>): WebhookEndpoint => ({
 });
 
 const num = (v: number | string | null): number | null => (v === null ? null : Number(v));
+
+/** A delivery row's own fields, as the list and the detail page both show them. */
+const toDelivery = (r: Pick<Selectable<WebhookDeliveriesTable>, 'id' | 'endpoint_id' | 'event_id' | 'event_type' | 'status' | 'attempts' | 'last_status_code' | 'next_attempt_at' | 'delivered_at' | 'created_at'>) => ({
+  id: r.id,
+  endpointId: r.endpoint_id,
+  eventId: r.event_id,
+  eventType: r.event_type,
+  status: r.status as DeliveryStatus,
+  attempts: r.attempts,
+  lastStatusCode: r.last_status_code,
+  nextAttemptAt: num(r.next_attempt_at),
+  deliveredAt: num(r.delivered_at),
+  createdAt: Number(r.created_at),
+});
 const PURGE_CHUNK = 5000;
 
 type DeliveryParams = { id: string; endpoint: string; account: string; event: string; type: string; body: string; at: number };
@@ -201,16 +215,7 @@ export class SqlWebhookRepository implements WebhookRepository {
         .orderBy('id'),
     );
     return rows.map((r) => ({
-      id: r.id,
-      endpointId: r.endpoint_id,
-      eventId: r.event_id,
-      eventType: r.event_type,
-      status: r.status as DeliveryStatus,
-      attempts: r.attempts,
-      lastStatusCode: r.last_status_code,
-      nextAttemptAt: num(r.next_attempt_at),
-      deliveredAt: num(r.delivered_at),
-      createdAt: Number(r.created_at),
+      ...toDelivery(r),
       log: attempts
         .filter((a) => a.delivery_id === r.id)
         .map((a) => ({ attemptedAt: Number(a.attempted_at), statusCode: a.status_code, durationMs: a.duration_ms, success: bool(a.success), error: a.error })),
@@ -224,16 +229,7 @@ export class SqlWebhookRepository implements WebhookRepository {
     if (!r) return undefined;
     const attempts = await this.store.read.all(this.db.selectFrom('webhook_attempts').selectAll().where('delivery_id', '=', r.id).orderBy('id'));
     return {
-      id: r.id,
-      endpointId: r.endpoint_id,
-      eventId: r.event_id,
-      eventType: r.event_type,
-      status: r.status as DeliveryStatus,
-      attempts: r.attempts,
-      lastStatusCode: r.last_status_code,
-      nextAttemptAt: num(r.next_attempt_at),
-      deliveredAt: num(r.delivered_at),
-      createdAt: Number(r.created_at),
+      ...toDelivery(r),
       body: r.body,
       log: attempts.map(
         (a): AttemptExchange => ({

@@ -22,6 +22,7 @@ import * as m020ApiKeyScopes from './020_api_key_scopes.ts';
 import * as m021PurchaseSubscription from './021_purchase_subscription_offers.ts';
 import * as m022Trials from './022_trials.ts';
 import * as m024Members from './024_members.ts';
+import * as m029LicenseSearch from './029_license_search.ts';
 import * as m031WebhookAttemptExchange from './031_webhook_attempt_exchange.ts';
 import * as m032BrandingTeamLog from './032_branding_team_log.ts';
 
@@ -54,6 +55,7 @@ export const migrations: Record<string, Migration> = {
   '021_purchase_subscription_offers': m021PurchaseSubscription,
   '022_trials': m022Trials,
   '024_members': m024Members,
+  '029_license_search': m029LicenseSearch,
   '031_webhook_attempt_exchange': m031WebhookAttemptExchange,
   '032_branding_team_log': m032BrandingTeamLog,
 };

@@ -411,9 +411,14 @@ export class SqlLicenseRepository implements LicenseRepository {
 
   /** The licenses the filter matches, unordered and unbounded (the page and the count add theirs). */
   private matching(accountId: string, f: LicenseFilter, now: number, from: { expiredFromNow: boolean }) {
+    // With a piece of text, the matches drive: SQLite would otherwise walk the account's whole
+    // created_at index (to skip the sort) probing each row against them; the unary + keeps it off
+    // that index, so it reads the matches by primary key and sorts only those.
+    const drivenByText = f.contains !== undefined && this.store.dialect === 'sqlite';
     return this.db
       .selectFrom('licenses')
-      .where('account_id', '=', accountId)
+      .$if(!drivenByText, (q) => q.where('account_id', '=', accountId))
+      .$if(drivenByText, (q) => q.where(sql<string>`+account_id`, '=', accountId))
       .$if(f.productId !== undefined, (q) => q.where('product_id', '=', f.productId!))
       .$if(f.email !== undefined, (q) => q.where('email_normalized', '=', f.email!))
       // The prefix as a key range: an index range scan on both stores (keys are ASCII; the column compares bytewise).

@@ -469,8 +469,14 @@ export class SqlLicenseRepository implements LicenseRepository {
         .$if(cursor !== undefined && order !== 'key', (q) =>
           q.where((eb) => eb(eb.refTuple(order as 'created_at', 'key'), past, eb.tuple(cursor!.sort!, cursor!.key))),
         )
-        .$if(order === 'key', (q) => q.orderBy('key', direction))
-        .$if(order !== 'key', (q) => q.orderBy(order, direction).orderBy('key', direction))
+        // With a piece of text, ordering by an expression keeps PostgreSQL off the account's ordered
+        // index too (it would walk it probing each row against the matches): the matches drive and
+        // only they are sorted.
+        .$if(f.contains !== undefined, (q) =>
+          order === 'key' ? q.orderBy(sql`key || ''`, direction) : q.orderBy(sql`${sql.ref(order)} + 0`, direction).orderBy(sql`key || ''`, direction),
+        )
+        .$if(f.contains === undefined && order === 'key', (q) => q.orderBy('key', direction))
+        .$if(f.contains === undefined && order !== 'key', (q) => q.orderBy(order, direction).orderBy('key', direction))
         .limit(o.limit)
     );
   }

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
+import { StoreUnits } from '../../src/storage/unit-of-work.ts';
+import { EventBus } from '../../src/core/unit-of-work.ts';
 import { flag } from '../../src/storage/schema.ts';
 import { SqlLicenseRepository } from '../../src/modules/licenses/repository.ts';
 import type { LicenseFilter } from '../../src/modules/licenses/types.ts';
@@ -41,9 +43,14 @@ forEachStore('license substring search', (kind) => {
       expect(await repo.countMatches('acc_a', { contains: 'acme' }, now, 10)).toBe(1);
       expect(await repo.countMatches('acc_a', {}, now, 1)).toBe(2);
 
+      // A re-key moves the license and its devices: both found under the new key, nothing under the old.
+      await new StoreUnits(store, new EventBus()).run((unit) => repo.rekey(unit, 'CCCCC-33333', 'EEEEE-55555'));
+      expect(await find('macbook')).toEqual(['EEEEE-55555']);
+      expect(await find('ccccc')).toEqual([]);
+      expect(await find('eeeee')).toEqual(['EEEEE-55555']);
       await store.write(async (tx) => {
         await tx.run(db.updateTable('licenses').set({ email: 'new@acme.com', email_normalized: 'new@acme.com' }).where('key', '=', 'BBBBB-22222'));
-        await tx.run(db.deleteFrom('devices').where('license_key', '=', 'CCCCC-33333'));
+        await tx.run(db.deleteFrom('devices').where('license_key', '=', 'EEEEE-55555'));
         await tx.run(db.deleteFrom('licenses').where('key', '=', 'AAAAA-11111'));
       });
       expect(await find('acme.com')).toEqual(['BBBBB-22222']);

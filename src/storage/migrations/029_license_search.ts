@@ -40,8 +40,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     sql`CREATE TRIGGER licenses_search_ad AFTER DELETE ON licenses BEGIN DELETE FROM license_search WHERE license_key = old.key; END`,
     sql`CREATE TRIGGER devices_search_ai AFTER INSERT ON devices BEGIN
       INSERT INTO license_search (license_key, device, body) VALUES (new.license_key, new.identifier, new.identifier || char(10) || new.name); END`,
-    sql`CREATE TRIGGER devices_search_au AFTER UPDATE OF identifier, name ON devices BEGIN
-      UPDATE license_search SET device = new.identifier, body = new.identifier || char(10) || new.name WHERE license_key = old.license_key AND device = old.identifier; END`,
+    // license_key too: a re-key moves the devices to the new license row before deleting the old one.
+    sql`CREATE TRIGGER devices_search_au AFTER UPDATE OF license_key, identifier, name ON devices BEGIN
+      UPDATE license_search SET license_key = new.license_key, device = new.identifier, body = new.identifier || char(10) || new.name
+      WHERE license_key = old.license_key AND device = old.identifier; END`,
     sql`CREATE TRIGGER devices_search_ad AFTER DELETE ON devices BEGIN DELETE FROM license_search WHERE license_key = old.license_key AND device = old.identifier; END`,
     sql`INSERT INTO license_search (license_key, device, body) SELECT key, '', coalesce(email_normalized, '') || char(10) || key FROM licenses`,
     sql`INSERT INTO license_search (license_key, device, body) SELECT license_key, identifier, identifier || char(10) || name FROM devices`,

@@ -13,7 +13,7 @@ describe('Polar double against @polar-sh/sdk', () => {
     const { token, organizationId } = double.organization();
     const polar = new Polar({ accessToken: token, serverURL: double.url });
     expect((await polar.organizations.get({ id: organizationId })).id).toBe(organizationId);
-    const endpoint = await polar.webhooks.createWebhookEndpoint({ url: 'https://example.com/hook', format: 'raw', events: ['order.paid'], organizationId });
+    const endpoint = await polar.webhooks.createWebhookEndpoint({ url: 'https://example.com/hook', format: 'raw', events: ['order.paid'] });
     expect(endpoint.secret).toMatch(/^polar_whs_/);
     expect((await polar.webhooks.updateWebhookEndpoint({ id: endpoint.id, webhookEndpointUpdate: { events: ['order.paid', 'order.refunded'] } })).events).toEqual(['order.paid', 'order.refunded']);
     const productId = double.addProduct(token);

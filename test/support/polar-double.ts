@@ -172,6 +172,10 @@ export class PolarDouble {
       return m[1] === org.id ? json(res, 200, polarObjects.organization(org.id)) : notFound();
     }
     if (route === 'POST /v1/webhooks/endpoints') {
+      // Polar: "Setting organization_id is disallowed when using an organization token."
+      if (body?.organization_id != null && token!.startsWith('polar_oat_')) {
+        return json(res, 422, { detail: [{ loc: ['body', 'organization_id'], msg: 'Setting organization_id is disallowed when using an organization token.', type: 'value_error' }] });
+      }
       const organizationId = (body?.organization_id as string | undefined) ?? org.id;
       if (organizationId !== org.id) return json(res, 403, { error: 'NotPermitted', detail: 'Not permitted' });
       if (typeof body?.url !== 'string' || !/^https?:\/\//.test(body.url)) {

@@ -258,6 +258,12 @@ forEachStore('payments: Polar', (kind) => {
     });
   });
 
+  it("the portal's CSP lets its forms redirect to Polar's checkout and customer portal", async () => {
+    const res = await ctx.app.inject({ method: 'GET', url: '/portal/request' });
+    expect(res.statusCode).toBe(200);
+    expect(String(res.headers['content-security-policy'])).toMatch(/form-action[^;]*https:\/\/polar\.sh https:\/\/sandbox\.polar\.sh/);
+  });
+
   describe('subscriptions', () => {
     async function subscribed(o: { graceDays?: number; seats?: number } = {}) {
       const t = await createTenant(ctx);
@@ -337,6 +343,8 @@ forEachStore('payments: Polar', (kind) => {
       const sub = double.subscriptionOf(s.c.token, s.sub.id);
       sub.status = 'past_due';
       expect((await sendSubscription(ctx, double, s.c, 'subscription.past_due', sub.id)).status).toBe(200);
+      const mails = await ctx.store.read.all(ctx.store.db.selectFrom('outbox').select('payload').where('kind', '=', 'mail'));
+      expect(mails.filter((m) => JSON.parse(m.payload).kind === 'payment_failed' && JSON.parse(m.payload).to === 'buyer@example.com')).toHaveLength(1);
       await sendSubscription(ctx, double, s.c, 'subscription.updated', sub.id);
       expect((await only(s.t)).expiresAt).toBe(new Date(sub.currentPeriodStart + 2 * DAY).toISOString());
     });

@@ -22,7 +22,7 @@ export const ConnectionReply = Type.Object(
   {
     connected: Type.Boolean(),
     livemode: Type.Optional(Type.Boolean()),
-    webhookEndpointId: Type.Optional(Type.String({ description: "The endpoint at Stripe, we_..." })),
+    webhookEndpointId: Type.Optional(Type.String({ description: "The endpoint at the provider (Stripe: we_...; Polar: a UUID)." })),
     connectedAt: Type.Optional(Timestamp),
   },
   { description: 'The connection; `{"connected": false}` when there is none. Never the key.' },

@@ -77,6 +77,12 @@ forEachStore('payments: Polar', (kind) => {
       expect((await call(ctx, { method: 'GET', url: '/api/v1/payments/stripe', headers: t.auth })).body).toEqual({ connected: false });
     });
 
+    it('a personal access token names the organization when it creates the endpoint', async () => {
+      const t = await createTenant(ctx);
+      const c = await connectPolar(ctx, double, t, double.organization({ personal: true }));
+      expect(double.requests.find((r) => r.method === 'POST' && r.path === '/v1/webhooks/endpoints' && r.token === c.token)!.body).toMatchObject({ organization_id: c.organizationId });
+    });
+
     it('a refused token, an organization the token cannot see, or bad input: 400, nothing stored', async () => {
       const t = await createTenant(ctx);
       const before = await rowCount(ctx.store, 'payment_connections');
@@ -292,6 +298,31 @@ forEachStore('payments: Polar', (kind) => {
       // subscription.created arriving after it changes nothing.
       expect((await sendSubscription(ctx, double, s.c, 'subscription.created', s.sub.id)).status).toBe(200);
       expect(await purchaseMailsTo(ctx.store, s.email)).toBe(1);
+    });
+
+    it('the first order delivered 10 times at once makes one license and one e-mail', async () => {
+      const s = await subscribed();
+      const signed = polarSignedEvent(s.c.secret, 'order.paid', polarObjects.order(s.order, s.c.organizationId, undefined, s.sub));
+      const answers = await Promise.all(Array.from({ length: 10 }, () => deliver(ctx, s.c.connectionId, signed)));
+      expect(answers.map((a) => a.status)).toEqual(Array(10).fill(200));
+      await only(s.t);
+      expect(await purchaseMailsTo(ctx.store, s.email)).toBe(1);
+    });
+
+    it('trialing: the trial end + graceDays; once active, the period end + graceDays', async () => {
+      const s = await subscribed({ graceDays: 2 });
+      const sub = double.subscriptionOf(s.c.token, s.sub.id);
+      sub.status = 'trialing';
+      sub.trialStart = sub.currentPeriodStart;
+      sub.trialEnd = sub.currentPeriodStart + 14 * DAY;
+      await sendOrder(ctx, double, s.c, 'order.paid', s.order);
+      let view = await only(s.t);
+      expect(view.expiresAt).toBe(new Date(sub.trialEnd + 2 * DAY).toISOString());
+      expect(view.subscription.status).toBe('trialing');
+      sub.status = 'active';
+      await sendSubscription(ctx, double, s.c, 'subscription.active', sub.id);
+      view = await only(s.t);
+      expect(view.expiresAt).toBe(new Date(sub.currentPeriodEnd + 2 * DAY).toISOString());
     });
 
     it('renewal, seats change, plan change, cancel at period end, revoke: the expiry follows the current state', async () => {

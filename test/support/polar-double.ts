@@ -85,9 +85,9 @@ export class PolarDouble {
   }
 
   /** A new organization with an organization access token: [token, organizationId]. */
-  organization(): { token: string; organizationId: string } {
+  organization(o: { personal?: boolean } = {}): { token: string; organizationId: string } {
     const org: DoubleOrganization = { id: randomUUID(), products: new Map(), orders: new Map(), subscriptions: new Map() };
-    const token = `polar_oat_${randomBytes(18).toString('base64url').replace(/[-_]/g, 'x')}`;
+    const token = `${o.personal ? 'polar_pat_' : 'polar_oat_'}${randomBytes(18).toString('base64url').replace(/[-_]/g, 'x')}`;
     this.tokens.set(token, org);
     this.organizations.set(org.id, org);
     return { token, organizationId: org.id };

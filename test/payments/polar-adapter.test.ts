@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
-import { PolarProvider } from '../../src/modules/payments/polar.ts';
+import { PolarProvider, polarCredential } from '../../src/modules/payments/polar.ts';
 import { polarSignedEvent } from '../support/polar-double.ts';
 
 const parse = (secret: string, signed: { payload: string; headers: Record<string, string> }, now = Date.now()) => new PolarProvider().parse(Buffer.from(signed.payload), signed.headers, secret, now);
@@ -48,6 +48,27 @@ describe('Polar adapter (provider seam)', () => {
       const headers = { 'webhook-id': 'msg_x', 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': hook.sign('msg_x', at, payload) };
       expect(() => parse('polar_whs_abc', { payload, headers }), payload).toThrow(expect.objectContaining({ code: 'invalid_request' }));
     }
+  });
+
+  it("without POLAR_API_URL a connection's sandbox flag chooses Polar's server; a refused token is invalid_provider_key", async () => {
+    const seen: string[] = [];
+    const spy = vi.spyOn(globalThis, 'fetch').mockImplementation(async (input) => {
+      seen.push(input instanceof Request ? input.url : String(input));
+      return new Response(JSON.stringify({ error: 'invalid_token', error_description: 'no' }), { status: 401, headers: { 'content-type': 'application/json' } });
+    });
+    try {
+      const provider = new PolarProvider();
+      for (const sandbox of [true, false]) {
+        const credential = polarCredential({ accessToken: 'polar_oat_x', organizationId: '0f8b1c9e-0000-4000-8000-000000000000', sandbox });
+        await expect(provider.connect(credential, 'https://tessera.example/hook')).rejects.toMatchObject({ code: 'invalid_provider_key' });
+      }
+    } finally {
+      spy.mockRestore();
+    }
+    expect(seen).toEqual([
+      'https://sandbox-api.polar.sh/v1/organizations/0f8b1c9e-0000-4000-8000-000000000000',
+      'https://api.polar.sh/v1/organizations/0f8b1c9e-0000-4000-8000-000000000000',
+    ]);
   });
 
   it('POLAR_API_URL must be an http(s) origin', () => {

@@ -209,6 +209,17 @@ forEachStore('payments: Polar', (kind) => {
       expect(invoice.body).toEqual({ invoicePdf: `https://polar-invoices.example/${order.id}.pdf`, hostedInvoiceUrl: null });
     });
 
+    it('Polar down while an order is fulfilled: 500 (Polar delivers it again), nothing stored; the redelivery fulfils', async () => {
+      const { t, c, polarProduct } = await shop();
+      const order = double.addOrder(c.token, { productId: polarProduct });
+      const signed = polarSignedEvent(c.secret, 'order.paid', polarObjects.order(order, c.organizationId));
+      double.fail(503, 1);
+      expect((await deliver(ctx, c.connectionId, signed)).status).toBe(500);
+      expect(await licensesOf(ctx.store, t.accountId)).toHaveLength(0);
+      expect((await deliver(ctx, c.connectionId, signed)).status).toBe(200);
+      expect(await licensesOf(ctx.store, t.accountId)).toHaveLength(1);
+    });
+
     it('redelivery x10 concurrent gives one license and one e-mail', async () => {
       const { t, c, polarProduct } = await shop();
       const email = `redeliver-${Date.now()}@example.com`;

@@ -96,6 +96,20 @@ forEachStore('dashboard payments: Polar', (kind) => {
       expect(textOf((await browser.request('GET', '/dashboard/payments')).body)).toContain(`${polarProduct} (polar)`);
     });
 
+    it("an offer sold through Polar is added on the product's Offers page", async () => {
+      const t = await createTenant(ctx);
+      const product = await createProduct(ctx, t, { name: 'Pro' });
+      const browser = await signIn(ctx, t.email);
+      const offersPage = `/dashboard/products/${product.id}/offers`;
+      await browser.request('GET', offersPage);
+      const polarProduct = '0f8b1c9e-0000-4000-8000-0000000000aa';
+      const res = await browser.request('POST', offersPage, { kind: 'renewal', name: 'Another year', provider: 'polar', priceId: polarProduct, extendDays: '365', csrf: browser.csrf });
+      expect(res.status).toBe(303);
+      const listed = await call(ctx, { method: 'GET', url: `/api/v1/products/${product.id}/offers`, headers: t.auth });
+      expect(listed.body).toMatchObject([{ provider: 'polar', priceId: polarProduct, extendDays: 365 }]);
+      expect(textOf((await browser.request('GET', offersPage)).body)).toContain(`${polarProduct} (polar)`);
+    });
+
     it('the purchases page names the provider of each purchase', async () => {
       const t = await createTenant(ctx);
       const c = await connect(ctx, double, t);

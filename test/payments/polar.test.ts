@@ -265,6 +265,7 @@ forEachStore('payments: Polar', (kind) => {
       const renewalProduct = double.addProduct(c.token);
       const offer = await call(ctx, { method: 'POST', url: `/api/v1/products/${product.id}/offers`, headers: t.auth, json: { kind: 'renewal', name: 'One more year', priceId: renewalProduct, provider: 'polar', extendDays: 365 } });
       expect(offer.status).toBe(200);
+      expect(offer.body).toMatchObject({ provider: 'polar', priceId: renewalProduct });
       // The portal's offer button opens a Polar checkout carrying the license key to the order.
       const url = await ctx.services.payments.offerCheckout({ accountId: t.accountId, email: 'renew@example.com' }, license.key, offer.body.id, 'https://portal.example/p');
       expect(url).toMatch(/^https:\/\/sandbox\.polar\.sh\/checkout\//);

@@ -24,6 +24,7 @@ export const OfferReply = Type.Object({
   productId: Type.String(),
   kind: Type.String({ enum: ['renewal', 'upgrade'] }),
   name: Type.String(),
+  provider: Type.String({ description: 'Whose checkout sells it: stripe or polar.' }),
   priceId: Type.String(),
   extendDays: Nullable(Type.Integer()),
   upgrade: Nullable(
@@ -42,6 +43,7 @@ export const offerView = (o: Offer) => ({
   productId: o.productId,
   kind: o.kind,
   name: o.name,
+  provider: o.provider,
   priceId: o.priceId,
   extendDays: o.extendDays,
   upgrade: o.kind === 'upgrade' ? { productId: o.targetProductId, maxDevices: o.maxDevices, licenseType: o.licenseType, entitlements: o.entitlements } : null,

@@ -38,6 +38,7 @@ import { DELETE_ENDPOINT_JOB, deleteEndpointConsumer } from './modules/payments/
 import type { PaymentProvider } from './modules/payments/provider.ts';
 import { PaymentService } from './modules/payments/service.ts';
 import { StripeProvider } from './modules/payments/stripe.ts';
+import { PolarProvider } from './modules/payments/polar.ts';
 import { SqlPortalRepository } from './modules/portal/repository.ts';
 import { PortalService } from './modules/portal/service.ts';
 import { SqlOfferRepository } from './modules/offers/repository.ts';
@@ -68,6 +69,8 @@ export interface ServiceOptions {
   stripeApiUrl?: string;
   /** STRIPE_CLI_WEBHOOK_SECRET (development): `stripe listen`'s signing secret, accepted for test-mode connections. */
   stripeCliWebhookSecret?: string;
+  /** POLAR_API_URL (config.polarApiUrl): where @polar-sh/sdk sends its calls. */
+  polarApiUrl?: string;
   /** Operator webhooks (config.webhooks; these defaults are the environment's own defaults). */
   webhooks?: WebhookConfig;
   /** config.auditRetentionDays. */
@@ -139,7 +142,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const payments = new PaymentService(
     new SqlPaymentRepository(store),
     units,
-    [new StripeProvider({ apiUrl: options.stripeApiUrl }), ...(options.paymentProviders ?? [])],
+    [new StripeProvider({ apiUrl: options.stripeApiUrl }), new PolarProvider({ apiUrl: options.polarApiUrl }), ...(options.paymentProviders ?? [])],
     products,
     licenses,
     subscriptions,

@@ -6,6 +6,7 @@ import { ConnectStripeBody, CreateMappingBody } from '../../payments/schemas.ts'
 import type { PriceMapping } from '../../payments/types.ts';
 import type { Product } from '../../products/service.ts';
 import { fieldErrors, optional, parseWith, text, whole } from '../forms.ts';
+import { POLAR_NOTICES, polarRoutes, polarSection } from './payments-polar.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen, type ScreenOptions } from '../screen.ts';
 import { actionButton, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, select, table, when } from '../views.ts';
 
@@ -20,7 +21,7 @@ const MODES = [
   { value: 'perpetual', label: 'Perpetual (never expires)' },
   { value: 'offset', label: 'Timed: expires a number of days after purchase' },
   { value: 'fixed', label: 'Timed: expires on a fixed date' },
-  { value: 'subscription', label: 'Subscription: follows the Stripe subscription' },
+  { value: 'subscription', label: 'Subscription: follows the subscription' },
 ];
 
 const ruleOf = (m: PriceMapping) =>
@@ -33,12 +34,13 @@ interface PageState {
   status?: number;
   connectForm?: FormState;
   mappingForm?: FormState;
+  polarForm?: FormState;
   notice?: Notice;
 }
 
 async function paymentsPage(req: FastifyRequest, reply: FastifyReply, services: Services, o: PageState = {}) {
   const { principal, viewer } = req.dashboard;
-  const [connection, products] = await Promise.all([services.payments.connection(principal, PROVIDER), services.products.list(principal)]);
+  const [connection, polar, products] = await Promise.all([services.payments.connection(principal, PROVIDER), services.payments.connection(principal, 'polar'), services.products.list(principal)]);
   const mappings = new Map<string, PriceMapping[]>();
   for (const p of products) mappings.set(p.id, await services.payments.listMappings(principal, p.id));
 
@@ -74,7 +76,7 @@ ${connectPanel}</div>`
   const mappingRows = products.flatMap((p) =>
     (mappings.get(p.id) ?? []).map(
       (m) =>
-        html`<tr><td><a href="/dashboard/products/${p.id}">${p.name}</a></td><td><code>${m.priceId}</code></td><td class="hide-phone">${ruleOf(m)}</td><td class="num hide-phone">${m.maxDevices}</td><td class="num">${actionButton(
+        html`<tr><td><a href="/dashboard/products/${p.id}">${p.name}</a></td><td><code>${m.priceId}</code>${m.provider === PROVIDER ? '' : ` (${m.provider})`}</td><td class="hide-phone">${ruleOf(m)}</td><td class="num hide-phone">${m.maxDevices}</td><td class="num">${actionButton(
           viewer,
           `${SECTION}/prices/remove`,
           html`Remove<span class="sr-only"> ${m.priceId}</span>…`,
@@ -101,7 +103,8 @@ ${connectPanel}</div>`
 ${formError(mappingForm)}
 ${csrfInput(viewer.csrf)}
 ${select({ name: 'productId', label: 'Product', form: mappingForm, options: products.map((p: Product) => ({ value: p.id, label: p.name })) })}
-${input({ name: 'priceId', label: 'Stripe price ID', form: mappingForm, required: true, hint: 'price_… from the product in Stripe.', attrs: html` maxlength="255" autocomplete="off"` })}
+${select({ name: 'provider', label: 'Sold through', form: mappingForm, options: [{ value: 'stripe', label: 'Stripe (a price ID)' }, { value: 'polar', label: 'Polar (a product ID)' }] })}
+${input({ name: 'priceId', label: 'Stripe price ID or Polar product ID', form: mappingForm, required: true, hint: 'Stripe: price_… from the product in Stripe. Polar: the product’s ID.', attrs: html` maxlength="255" autocomplete="off"` })}
 ${input({ name: 'maxDevices', label: 'Devices per unit bought', type: 'number', form: mappingForm, required: true, attrs: html` min="1" max="100000"` })}
 ${select({ name: 'mode', label: 'License', form: mappingForm, options: MODES })}
 ${input({ name: 'offsetDays', label: 'Days until expiry (timed, days after purchase)', type: 'number', form: mappingForm, attrs: html` min="1" max="36500"` })}
@@ -117,6 +120,7 @@ ${input({ name: 'graceDays', label: 'Grace days (subscription: how long a licens
     notice: o.notice,
     content: html`${pageHead('Payments', 'Sell through Stripe: each completed checkout of a mapped price creates a license and e-mails it to the buyer.')}
 <section aria-labelledby="conn-head"><h2 id="conn-head" class="sr-only">Connection</h2>${connectionSection}</section>
+${polarSection(viewer, polar, o.polarForm ?? emptyForm({ sandbox: undefined }))}
 <section class="spaced" aria-labelledby="prices-title"><h2 id="prices-title">Price mappings</h2>${mappingList}${mappingPanel}</section>
 <p class="spaced">Purchases, their invoices and licenses are on the <a href="${PURCHASES}">Purchases</a> page.</p>`,
   });
@@ -146,9 +150,11 @@ export const paymentsScreen: Screen = {
     'stripe-disconnected': { tone: 'ok', text: 'Stripe is disconnected: its webhook endpoint is deleted and the key forgotten.' },
     'price-mapped': { tone: 'ok', text: 'Price mapped. Each purchase of it now creates a license.' },
     'price-removed': { tone: 'ok', text: 'Price mapping removed. Purchases of it no longer create licenses.' },
+    ...POLAR_NOTICES,
   },
   routes: async (app, { services }) => {
     app.get(SECTION, async (req, reply) => paymentsPage(req, reply, services));
+    polarRoutes(app, services, (req, reply, o) => paymentsPage(req, reply, services, o));
 
     app.post(`${SECTION}/connect`, async (req, reply) => {
       const f = formOf(req);
@@ -189,7 +195,7 @@ export const paymentsScreen: Screen = {
       const productId = (f.productId ?? '').slice(0, 64);
       try {
         const { licenseType, billing, ...rest } = parseWith(CreateMappingBody, mappingBody(f));
-        await services.payments.addMapping(req.dashboard.principal, productId, PROVIDER, {
+        await services.payments.addMapping(req.dashboard.principal, productId, f.provider === 'polar' ? 'polar' : PROVIDER, {
           ...rest,
           billing: billing as 'one_time' | 'subscription' | undefined,
           licenseType: licenseType as 'perpetual' | 'timed',

@@ -5,6 +5,7 @@ import { migrateToLatest } from './migrations/index.ts';
 import type { Database } from './schema.ts';
 import { type Executor, type Statement, type Store, toSqlQuery, UnitMisuseError, type WriteOptions } from './store.ts';
 import { Checkpointer } from './sqlite-checkpointer.ts';
+import { SearchIndexer } from './sqlite-search-index.ts';
 import { openSqlite, type SqliteConnection, type SqliteStatement } from './sqlite-binding.ts';
 import { WalSync } from './wal-sync.ts';
 import { type Cacheable, StatementCache, type StatementCacheStats } from './statement-cache.ts';
@@ -138,6 +139,8 @@ export class SqliteStore implements Store {
   private sync: WalSync | undefined;
   /** Set once open: checkpoints run on its worker (wal_autocheckpoint=0); before that, SQLite's own. */
   private checkpointer: Checkpointer | undefined;
+  /** Set once open: adds new rows to the license search's FTS5 index in batches. */
+  searchIndex: SearchIndexer | undefined;
   private lastCheckpointAt = Number.NEGATIVE_INFINITY;
   /** Frames in the WAL when the last checkpoint ran: how far the WAL reaches, copied or not. */
   private walFrames = 0;
@@ -201,6 +204,8 @@ export class SqliteStore implements Store {
     );
     await migrateToLatest(store.db);
     store.syncOffThread(options.sharedCore);
+    store.searchIndex = new SearchIndexer(store);
+    store.searchIndex.start();
     return store;
   }
 
@@ -481,6 +486,7 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    await this.searchIndex?.stop();
     this.closed = true;
     while (this.flushing) await new Promise((r) => setImmediate(r));
     await this.sync?.drained();

@@ -43,6 +43,12 @@ forEachStore('license substring search', (kind) => {
       expect(await repo.countMatches('acc_a', { contains: 'acme' }, now, 10)).toBe(1);
       expect(await repo.countMatches('acc_a', {}, now, 1)).toBe(2);
 
+      // SQLite: so far the rows were read past the FTS5 index's watermark; from here they are indexed,
+      // so the changes below leave entries of deleted rows in the index until the indexer's next batch.
+      if (kind === 'sqlite') expect(await (store as any).searchIndex.runOnce()).toBe(false);
+      expect(await find('@acme.com')).toEqual(['AAAAA-11111']);
+      expect(await find('macbook')).toEqual(['CCCCC-33333']);
+
       // A re-key moves the license and its devices: both found under the new key, nothing under the old.
       await new StoreUnits(store, new EventBus()).run((unit) => repo.rekey(unit, 'CCCCC-33333', 'EEEEE-55555'));
       expect(await find('macbook')).toEqual(['EEEEE-55555']);
@@ -57,6 +63,25 @@ forEachStore('license substring search', (kind) => {
       expect(await find('other.org')).toEqual([]);
       expect(await find('macbook')).toEqual([]);
       if (kind === 'sqlite') expect(await store.read.all(sql`SELECT count(*) AS n FROM license_search`.compile(db))).toEqual([{ n: 3 }]);
+      if (kind === 'sqlite') {
+        // The FTS5 index follows in batches: what the writes above left is found the same once indexed,
+        // the deleted and replaced rows' entries are taken out (their tombstones), and nothing lingers.
+        const indexer = (store as any).searchIndex;
+        await indexer.runOnce();
+        expect(await find('acme.com')).toEqual(['BBBBB-22222']);
+        expect(await find('other.org')).toEqual([]);
+        expect(await find('macbook')).toEqual([]);
+        expect(await find('bbb-2')).toEqual(['BBBBB-22222']);
+        const count = async (q: string) => (await store.read.all<{ n: number }>(sql.raw(q).compile(db)))[0]!.n;
+        expect(await count('SELECT count(*) AS n FROM license_search_tombstones')).toBe(0);
+        const inIndex = (piece: string) => count(`SELECT count(*) AS n FROM license_search_fts WHERE license_search_fts MATCH '"${piece}"'`);
+        expect(await inIndex('acme')).toBe(2); // BBBBB's new address and the other account's
+        expect(await inIndex('other.org')).toBe(0); // BBBBB's old address: its tombstone took it out
+        expect(await inIndex('macbook')).toBe(0);
+        expect(await inIndex('ccccc')).toBe(0);
+        expect(await count('SELECT count(*) AS n FROM license_search WHERE id > (SELECT indexed_through FROM license_search_state)')).toBe(0);
+        expect(await indexer.runOnce()).toBe(false);
+      }
     } finally {
       await store.close();
       await database.drop();

@@ -96,6 +96,8 @@ export interface Config {
   stripeApiUrl?: string;
   /** STRIPE_CLI_WEBHOOK_SECRET: for local testing with `stripe listen` (test-mode connections only). */
   stripeCliWebhookSecret?: string;
+  /** Where the Lemon Squeezy package's calls go (LEMONSQUEEZY_API_URL; Lemon Squeezy's own address when unset). */
+  lemonSqueezyApiUrl?: string;
   webhooks: WebhookConfig;
   /** Audit log entries are kept this long (days). */
   auditRetentionDays: number;
@@ -200,6 +202,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (smtpUrl && !/^smtps?:\/\/[^/?#]/.test(smtpUrl)) throw new Error('SMTP_URL must be an smtp:// or smtps:// URL');
   const stripeApiUrl = env.STRIPE_API_URL || undefined;
   if (stripeApiUrl && !/^https?:\/\/[^/?#]+\/?$/.test(stripeApiUrl)) throw new Error('STRIPE_API_URL must be an http(s) origin, e.g. https://api.stripe.com');
+  const lemonSqueezyApiUrl = env.LEMONSQUEEZY_API_URL || undefined;
+  if (lemonSqueezyApiUrl && !/^https?:\/\/[^/?#]+\/?$/.test(lemonSqueezyApiUrl)) throw new Error('LEMONSQUEEZY_API_URL must be an http(s) origin, e.g. https://api.lemonsqueezy.com');
   const redisUrl = env.REDIS_URL || undefined;
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new Error('REDIS_URL must be a redis:// or rediss:// URL');
   const rateLimitOff = (env.RATE_LIMIT ?? '').toLowerCase() === 'off';
@@ -231,6 +235,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     stripeApiUrl,
     stripeCliWebhookSecret: env.STRIPE_CLI_WEBHOOK_SECRET || undefined,
+    lemonSqueezyApiUrl,
     rateLimit: {
       enabled: !rateLimitOff,
       publicPerMinute: int(env, 'RATE_LIMIT_PUBLIC_PER_MINUTE', 600),

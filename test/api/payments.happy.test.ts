@@ -83,6 +83,7 @@ forEachStore('payments (happy)', (kind) => {
       const product = await createProduct(p.ctx, t);
       const [a, b, d] = [double.price(c.key), double.price(c.key), double.price(c.key)];
       expect(await mapPrice(p, t, product.id, { priceId: a, maxDevices: 2, licenseType: 'perpetual' })).toEqual({
+        provider: 'stripe',
         priceId: a,
         productId: product.id,
         maxDevices: 2,

@@ -18,6 +18,7 @@ import {
   purchaseView,
   WebhookParams,
 } from './schemas.ts';
+import { lemonSqueezyConnectionRoutes } from './lemonsqueezy-routes.ts';
 import { PURCHASE_LIMIT_MAX, type PaymentService } from './service.ts';
 
 const tags = ['Payments'];
@@ -87,6 +88,8 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
     async (req) => connectionView(await payments.refreshEndpoint(req.principal, STRIPE)),
   );
 
+  await lemonSqueezyConnectionRoutes(app, { payments });
+
   app.post(
     '/products/:productId/prices',
     {
@@ -94,17 +97,17 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
         tags,
         security,
         operationId: 'create-price-mapping',
-        summary: 'Map a Stripe price to the product',
+        summary: "Map a provider's price to the product",
         description:
-          'A purchase of the price then creates a license of this product. The price must exist at Stripe (400 otherwise) and maps to one product of the account (409 price_already_mapped). With billing subscription, the license follows the subscription: licenseType timed, no offsetDays or fixedExpiresAt, graceDays 0 to 60 (default 7).',
+          'A purchase of the price then creates a license of this product. provider: stripe (default; priceId a price id) or lemonsqueezy (priceId a variant id). The price must exist at the provider (400 otherwise) and maps to one product of the account (409 price_already_mapped). With billing subscription, the license follows the subscription: licenseType timed, no offsetDays or fixedExpiresAt, graceDays 0 to 60 (default 7).',
         params: ProductParams,
         body: CreateMappingBody,
         response: { 200: PriceMappingReply, ...errorResponses(400, 401, 403, 404, 409, 502) },
       },
     },
     async (req) => {
-      const { licenseType, billing, ...rest } = req.body;
-      return mappingView(await payments.addMapping(req.principal, req.params.productId, STRIPE, { ...rest, billing: billing as 'one_time' | 'subscription' | undefined, licenseType: licenseType as 'perpetual' | 'timed' }));
+      const { licenseType, billing, provider, ...rest } = req.body;
+      return mappingView(await payments.addMapping(req.principal, req.params.productId, provider ?? STRIPE, { ...rest, billing: billing as 'one_time' | 'subscription' | undefined, licenseType: licenseType as 'perpetual' | 'timed' }));
     },
   );
 

@@ -31,10 +31,11 @@ export const ConnectionReply = Type.Object(
 export const connectionView = (c: Connection | undefined) =>
   c ? { connected: true, livemode: c.livemode, webhookEndpointId: c.webhookEndpointId, connectedAt: toIso(c.connectedAt) } : { connected: false };
 
-export const PriceId = Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_]+$', description: 'A Stripe price id, price_...' });
+export const PriceId = Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_]+$', description: 'A Stripe price id, price_..., or a Lemon Squeezy variant id (digits).' });
 
 export const CreateMappingBody = Type.Object(
   {
+    provider: Type.Optional(StringEnum(['stripe', 'lemonsqueezy'], { description: 'Where the price is sold: stripe (default) or lemonsqueezy (priceId is a variant id).' })),
     priceId: PriceId,
     maxDevices: Type.Integer({ minimum: 1, maximum: 100000, description: 'Per unit bought: a license gets this × the quantity (at most 100000).' }),
     licenseType: Type.String({ enum: ['perpetual', 'timed'] }),
@@ -48,6 +49,7 @@ export const CreateMappingBody = Type.Object(
 );
 
 export const PriceMappingReply = Type.Object({
+  provider: Type.String({ description: 'stripe or lemonsqueezy.' }),
   priceId: Type.String(),
   productId: Type.String(),
   maxDevices: Type.Integer(),
@@ -61,6 +63,7 @@ export const PriceMappingReply = Type.Object({
 });
 
 export const mappingView = (m: PriceMapping) => ({
+  provider: m.provider,
   priceId: m.priceId,
   productId: m.productId,
   maxDevices: m.maxDevices,

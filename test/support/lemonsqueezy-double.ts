@@ -1,6 +1,9 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll } from 'vitest';
+import { call, type Tenant, type TestContext, useTestApp } from './app.ts';
+import type { StoreKind } from './stores.ts';
 
 /**
  * Lemon Squeezy's API on loopback, shaped from its API reference (JSON:API documents under
@@ -202,6 +205,30 @@ export class LemonSqueezyDouble {
     };
   }
 
+  /** A subscription invoice (the object of subscription_payment_* events). */
+  invoiceResource(sub: LsSubscription, status: 'paid' | 'failed' = 'paid') {
+    const id = this.next();
+    return {
+      type: 'subscription-invoices',
+      id,
+      attributes: {
+        store_id: Number(sub.storeId),
+        subscription_id: Number(sub.id),
+        customer_id: Number(sub.customerId),
+        user_name: 'Subscriber',
+        user_email: sub.email,
+        billing_reason: 'renewal',
+        status,
+        total: 4900,
+        currency: 'USD',
+        urls: { invoice_url: `https://app.lemonsqueezy.com/my-orders/invoices/${id}?signature=x` },
+        created_at: iso(Date.now()),
+        updated_at: iso(Date.now()),
+        test_mode: true,
+      },
+    };
+  }
+
   /** A webhook body as Lemon Squeezy sends it, and its headers, signed with `secret`. */
   event(secret: string, eventName: string, data: unknown, customData?: Record<string, string>): { body: string; headers: Record<string, string> } {
     const body = JSON.stringify({ meta: { event_name: eventName, test_mode: true, webhook_id: 'wh', ...(customData ? { custom_data: customData } : {}) }, data });
@@ -316,4 +343,39 @@ export class LemonSqueezyDouble {
     }
     return notFound();
   }
+}
+
+/** A test app whose Lemon Squeezy package talks to a double on loopback (LEMONSQUEEZY_API_URL). */
+export function useLemonSqueezyApp(kind: StoreKind): { ctx: TestContext; double: LemonSqueezyDouble } {
+  const double = new LemonSqueezyDouble();
+  const env: Record<string, string> = {};
+  // Registered before useTestApp's own beforeAll, so the app is built with the double's address.
+  beforeAll(async () => {
+    await double.start();
+    env.LEMONSQUEEZY_API_URL = double.url;
+  });
+  const ctx = useTestApp(kind, { env });
+  afterAll(() => double.stop());
+  return { ctx, double };
+}
+
+export interface LsConnected {
+  apiKey: string;
+  storeId: string;
+  connectionId: string;
+  secret: string;
+}
+
+/** Connects the tenant to a fresh store at the double through the API. */
+export async function connectLemonSqueezy(p: { ctx: TestContext; double: LemonSqueezyDouble }, tenant: Tenant, account = p.double.account()): Promise<LsConnected> {
+  const res = await call(p.ctx, { method: 'PUT', url: '/api/v1/payments/lemonsqueezy', headers: tenant.auth, json: account });
+  if (res.status !== 200) throw new Error(`connect: ${res.status} ${JSON.stringify(res.body)}`);
+  const webhook = p.double.webhooks.get(res.body.webhookEndpointId);
+  if (!webhook) throw new Error('no webhook at the double');
+  return { ...account, connectionId: webhook.url.split('/').pop()!, secret: webhook.secret };
+}
+
+/** POSTs a body with headers to the connection's Lemon Squeezy webhook route. */
+export function deliverLs(ctx: TestContext, connectionId: string, e: { body: string; headers: Record<string, string> }) {
+  return call(ctx, { method: 'POST', url: `/api/v1/payments/lemonsqueezy/webhook/${connectionId}`, headers: { 'content-type': 'application/json', ...e.headers }, payload: e.body });
 }

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { call, createProduct, createTenant, type Tenant } from '../support/app.ts';
+import { call, createLicense, createProduct, createTenant, type Tenant } from '../support/app.ts';
 import { type LsConnected, connectLemonSqueezy, deliverLs, useLemonSqueezyApp } from '../support/lemonsqueezy-double.ts';
 import { licensesOf, purchaseMailsTo, rowCount } from '../support/payments.ts';
 import { forEachStore } from '../support/stores.ts';
@@ -169,6 +169,32 @@ forEachStore('payments: Lemon Squeezy', (kind) => {
     // Stripe's route does not take a Lemon Squeezy connection.
     const stripeRoute = await call(p.ctx, { method: 'POST', url: `/api/v1/payments/stripe/webhook/${a.c.connectionId}`, headers: { 'content-type': 'application/json' }, payload: '{}' });
     expect(stripeRoute.status).toBe(404);
+  });
+
+  it("a renewal offer sold through Lemon Squeezy: the portal's checkout carries the license key as custom data; its order renews that license, once", async () => {
+    const { t, c, productId } = await shop();
+    const variant = double.variant(c.storeId);
+    const created = await call(p.ctx, { method: 'POST', url: `/api/v1/products/${productId}/offers`, headers: t.auth, json: { kind: 'renewal', name: '1 year', priceId: variant, provider: 'lemonsqueezy', extendDays: 365 } });
+    expect(created.status).toBe(200);
+    const expiry = Date.now() + 10 * DAY;
+    const license = await createLicense(p.ctx, t, productId, { type: 'timed', expiresAt: new Date(expiry).toISOString(), email: 'owner@example.com' });
+    const url = await p.ctx.services.payments.offerCheckout({ email: 'owner@example.com', accountId: t.accountId }, license.key, created.body.id, 'https://portal.example/portal');
+    expect(url).toMatch(new RegExp(`^https://store-${c.storeId}\\.lemonsqueezy\\.com/checkout/`));
+    const checkout = double.checkouts.at(-1)!;
+    expect(checkout).toMatchObject({ variantId: variant, email: 'owner@example.com', custom: { tessera_license_key: license.key, tessera_offer_id: created.body.id } });
+    const order = double.order(c.storeId, { variantId: variant, email: 'owner@example.com' });
+    const event = orderEvent(c, order, 'order_created', checkout.custom);
+    const answers = await Promise.all(Array.from({ length: 5 }, () => deliverLs(p.ctx, c.connectionId, event)));
+    expect(answers.map((a) => a.status)).toEqual(Array(5).fill(200));
+    const view = await call(p.ctx, { method: 'GET', url: '/api/v1/licenses', headers: { ...t.auth, 'license-key': license.key } });
+    expect(Date.parse(view.body.expiresAt)).toBe(expiry + 365 * DAY);
+    const purchases = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth });
+    expect(purchases.body.data.find((x: { sessionId: string }) => x.sessionId === order.id)).toMatchObject({ kind: 'renewal', status: 'fulfilled', licenseKeys: [license.key] });
+  });
+
+  it("the portal's pages let their forms go on to Lemon Squeezy's checkout and customer portal (each store's own subdomain)", async () => {
+    const res = await call(p.ctx, { method: 'GET', url: '/portal' });
+    expect(String(res.headers['content-security-policy'])).toMatch(/form-action [^;]*https:\/\/\*\.lemonsqueezy\.com/);
   });
 
   subscriptionCases();

@@ -26,8 +26,8 @@ export const offerRoutes: FastifyPluginAsyncTypebox<{ offers: OfferService }> = 
       },
     },
     async (req) => {
-      const { kind, licenseType, ...rest } = req.body;
-      return offerView(await offers.create(req.principal, req.params.productId, 'stripe', { ...rest, kind: kind as 'renewal' | 'upgrade', licenseType: licenseType as 'perpetual' | undefined }));
+      const { kind, licenseType, provider, ...rest } = req.body;
+      return offerView(await offers.create(req.principal, req.params.productId, provider ?? 'stripe', { ...rest, kind: kind as 'renewal' | 'upgrade', licenseType: licenseType as 'perpetual' | undefined }));
     },
   );
 

@@ -72,9 +72,10 @@ const FORM_LIMIT = 4096;
 /**
  * Where the portal's offer and "Manage subscription" forms send the customer (a 303 to the
  * provider's hosted Checkout or billing portal): the page's CSP must let its forms redirect there,
- * or the browser stops at the portal. A provider added later adds its hosted pages' origin here.
+ * or the browser stops at the portal. A provider added later adds its hosted pages' origin here
+ * (Lemon Squeezy's checkout and customer portal are on each store's own {store}.lemonsqueezy.com).
  */
-const PROVIDER_PAGES = ['https://checkout.stripe.com', 'https://billing.stripe.com'];
+const PROVIDER_PAGES = ['https://checkout.stripe.com', 'https://billing.stripe.com', 'https://*.lemonsqueezy.com'];
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 

@@ -63,6 +63,9 @@ describe('Lemon Squeezy adapter (provider seam, through @lemonsqueezy/lemonsquee
     expect(await lemon.priceExists(credentialOf(a), variant)).toBe(true);
     expect(await lemon.priceExists(credentialOf(a), '999999')).toBe(false);
     expect(await lemon.priceExists(credentialOf(double.account()), variant)).toBe(false);
+    // The key reaches another store of its user: that store's variant is not the connected store's.
+    expect(await lemon.priceExists(credentialOf(a), double.variant(double.addStore(a.apiKey)))).toBe(false);
+    expect(double.requests.at(-1)!.path).toMatch(/^\/v1\/variants\/\d+$/);
     const order = double.order(a.storeId, { variantId: variant, email: 'a@example.com', quantity: 3 });
     expect(await lemon.lineItems(credentialOf(a), order.id)).toEqual([{ id: order.items[0]!.id, priceId: variant, quantity: 3 }]);
     const { order: first } = double.subscription(a.storeId, { variantId: double.variant(a.storeId, { subscription: true }), email: 's@example.com' });

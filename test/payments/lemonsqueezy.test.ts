@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest';
 import { call, createLicense, createProduct, createTenant, type Tenant } from '../support/app.ts';
 import { type LsConnected, connectLemonSqueezy, deliverLs, useLemonSqueezyApp } from '../support/lemonsqueezy-double.ts';
+import { outboxFor } from '../support/mail.ts';
 import { licensesOf, purchaseMailsTo, rowCount } from '../support/payments.ts';
 import { forEachStore } from '../support/stores.ts';
 
@@ -142,6 +143,22 @@ forEachStore('payments: Lemon Squeezy', (kind) => {
     expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(1);
   });
 
+  it('an order of an unmapped variant is kept unmapped; once mapped, fulfilling it reads the order items at Lemon Squeezy again', async () => {
+    const { t, c, productId } = await shop();
+    const later = double.variant(c.storeId);
+    const email = emailOf();
+    const order = double.order(c.storeId, { variantId: later, email });
+    await deliverLs(p.ctx, c.connectionId, orderEvent(c, order));
+    const listed = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth });
+    const purchase = listed.body.data.find((x: { sessionId: string }) => x.sessionId === order.id);
+    expect(purchase).toMatchObject({ status: 'unmapped', licenseKeys: [] });
+    await mapVariant(t, productId, { priceId: later, maxDevices: 4 });
+    const fulfilled = await call(p.ctx, { method: 'POST', url: `/api/v1/payments/purchases/${purchase.id}/fulfil`, headers: t.auth });
+    expect(fulfilled.body).toMatchObject({ status: 'fulfilled', licenseKeys: [expect.any(String)] });
+    expect((await licensesOf(p.ctx.store, t.accountId)).map((l) => l.max_devices)).toEqual([4]);
+    expect(await purchaseMailsTo(p.ctx.store, email)).toBe(1);
+  });
+
   it('mappings: a variant must exist in the connected store (400 otherwise) and is listed with its provider', async () => {
     const { t, c, productId, variant } = await shop();
     const list = await call(p.ctx, { method: 'GET', url: `/api/v1/products/${productId}/prices`, headers: t.auth });
@@ -265,8 +282,11 @@ forEachStore('payments: Lemon Squeezy', (kind) => {
       s.sub.status = 'past_due';
       await s.updated();
       expect(await expiry()).toBe(renews + 3 * DAY);
-      const failed = await deliverLs(p.ctx, s.c.connectionId, double.event(s.c.secret, 'subscription_payment_failed', double.invoiceResource(s.sub, 'failed')));
-      expect(failed.status).toBe(200);
+      const mailsBefore = (await outboxFor(p.ctx.store, s.email)).length;
+      const failedEvent = double.event(s.c.secret, 'subscription_payment_failed', double.invoiceResource(s.sub, 'failed'));
+      for (let i = 0; i < 2; i++) expect((await deliverLs(p.ctx, s.c.connectionId, failedEvent)).status).toBe(200);
+      // One e-mail to the subscriber (where to pay), once per event.
+      expect((await outboxFor(p.ctx.store, s.email)).length).toBe(mailsBefore + 1);
       expect(await expiry()).toBe(renews + 3 * DAY);
       s.sub.status = 'expired';
       s.sub.endsAt = new Date(renews + DAY).toISOString();

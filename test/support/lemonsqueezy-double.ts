@@ -82,10 +82,18 @@ export class LemonSqueezyDouble {
     return { apiKey, storeId };
   }
 
+  /** A variant of a product of the store. */
   variant(storeId: string, o: { subscription?: boolean } = {}): string {
     const id = this.next();
     this.variants.set(id, { storeId, isSubscription: o.subscription ?? false });
     return id;
+  }
+
+  /** A second store for a key: Lemon Squeezy keys reach every store of their user. */
+  addStore(apiKey: string): string {
+    const storeId = this.next();
+    this.keys.get(apiKey)!.add(storeId);
+    return storeId;
   }
 
   order(storeId: string, o: { variantId: string; email: string; quantity?: number; total?: number }): LsOrder {
@@ -303,7 +311,10 @@ export class LemonSqueezyDouble {
     if (collection === 'variants' && method === 'GET' && id) {
       const v = this.variants.get(id);
       if (!v || !stores.has(v.storeId)) return notFound();
-      return send(200, doc({ type: 'variants', id, attributes: { product_id: 1, name: 'Default', slug: `v-${id}`, price: 4900, is_subscription: v.isSubscription, interval: v.isSubscription ? 'month' : null, status: 'published', test_mode: true } }));
+      const productId = `9${id}`;
+      const body = doc({ type: 'variants', id, attributes: { product_id: Number(productId), name: 'Default', slug: `v-${id}`, price: 4900, is_subscription: v.isSubscription, interval: v.isSubscription ? 'month' : null, status: 'published', test_mode: true }, relationships: { product: { links: { related: `${this.url}/v1/variants/${id}/product` } } } });
+      const included = url.searchParams.get('include')?.split(',').includes('product') ? { included: [{ type: 'products', id: productId, attributes: { store_id: Number(v.storeId), name: 'App', status: 'published', test_mode: true } }] } : {};
+      return send(200, { ...body, ...included });
     }
     if (collection === 'orders' && method === 'GET' && id) {
       const o = this.orders.get(id);

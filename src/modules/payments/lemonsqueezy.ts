@@ -258,9 +258,13 @@ export class LemonSqueezyProvider implements PaymentProvider {
     return (items?.data ?? []).map((i) => ({ id: i.id, priceId: idString(i.attributes.variant_id), quantity: i.attributes.quantity || 1 }));
   }
 
+  /** Whether the variant is sold in the connected store (a key reaches every store of its user). */
   async priceExists(credential: string, variantId: string): Promise<boolean> {
     if (!/^[0-9]+$/.test(variantId)) return false;
-    return (await this.ok(credential, 'the variant', () => ls.getVariant(variantId))) !== null;
+    const found = await this.ok(credential, 'the variant', () => ls.getVariant(variantId, { include: ['product'] }));
+    if (!found) return false;
+    const product = (found.included ?? []).find((r) => r.type === 'products');
+    return idString((product?.attributes as Record<string, unknown> | undefined)?.store_id) === openCredential(credential).storeId;
   }
 
   async invoice(credential: string, orderId: string): Promise<Invoice | null> {

@@ -1,4 +1,8 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
 import { AppError } from '../../src/core/errors.ts';
 import { lemonSqueezyCredential, LemonSqueezyProvider, LEMONSQUEEZY_EVENTS } from '../../src/modules/payments/lemonsqueezy.ts';
 import { LemonSqueezyDouble } from '../support/lemonsqueezy-double.ts';
@@ -103,6 +107,13 @@ describe('Lemon Squeezy adapter (provider seam, through @lemonsqueezy/lemonsquee
     expect(double.checkouts.at(-1)).toEqual({ storeId: a.storeId, variantId: variant, email: 'c@example.com', custom: { tessera_license_key: 'KEY-1' }, redirectUrl: 'https://portal/ok' });
     const { sub } = double.subscription(a.storeId, { variantId: double.variant(a.storeId, { subscription: true }), email: 'p@example.com' });
     expect(await lemon.billingPortalUrl(credentialOf(a), sub.customerId)).toMatch(/\/billing\?/);
+  });
+
+  it('LEMONSQUEEZY_API_URL must be an http(s) origin', () => {
+    const base = { DATA_DIR: mkdtempSync(join(tmpdir(), 'tessera-cfg-')), SECRET_KEY: 'b'.repeat(64) };
+    expect(loadConfig({ ...base, LEMONSQUEEZY_API_URL: 'http://127.0.0.1:12112' }).lemonSqueezyApiUrl).toBe('http://127.0.0.1:12112');
+    expect(loadConfig(base).lemonSqueezyApiUrl).toBeUndefined();
+    for (const bad of ['ftp://ls.test', 'api.lemonsqueezy.com', 'https://api.lemonsqueezy.com/v1/']) expect(() => loadConfig({ ...base, LEMONSQUEEZY_API_URL: bad }), bad).toThrow(/LEMONSQUEEZY_API_URL/);
   });
 
   it("two tenants' calls in flight at once each go with their own key, and the global fetch and key are left as they were", async () => {

@@ -153,6 +153,10 @@ async function run(kind: 'sqlite' | 'postgres'): Promise<void> {
 
       const first = await fetch(`${child.baseUrl}/dashboard/licenses`, { headers: { cookie: jar() } });
       const next = /href="(\/dashboard\/licenses\?cursor=[^"]+)"/.exec(await first.text())![1]!.replace(/&amp;/g, '&');
+      const second = await (await fetch(`${child.baseUrl}${next}`, { headers: { cookie: jar() } })).text();
+      const previous = /href="(\/dashboard\/licenses\?before=[^"]+)"/.exec(second)![1]!.replace(/&amp;/g, '&');
+      const middle = keys[Math.floor(keys.length / 2)]!;
+      const deviceIndex = Math.floor(COUNT / 3 / 3) * 3;
       // The overview's first view starts the count of every license and device (in slices, in the
       // background: the page waits at most 50 ms for it); the views timed below show that count.
       const firstView = performance.now();
@@ -169,6 +173,12 @@ async function run(kind: 'sqlite' | 'postgres'): Promise<void> {
         ['list, second page (keyset)', next],
         ['search by e-mail', `/dashboard/licenses?q=${encodeURIComponent(email)}`],
         ['search by key prefix', `/dashboard/licenses?q=${keys[Math.floor(keys.length / 3)]!.slice(0, 7)}`],
+        ['list, previous page (keyset)', previous],
+        ['search, order oldest first', '/dashboard/licenses?sort=oldest'],
+        ['search by a piece of an address', `/dashboard/licenses?q=${encodeURIComponent(email.slice(2, -8))}`],
+        ['search by a piece of a key (middle)', `/dashboard/licenses?q=${middle.slice(8, 17)}`],
+        ['search by device identifier', `/dashboard/licenses?q=device-${deviceIndex}`],
+        ['search by a domain every license has (worst case)', `/dashboard/licenses?q=${encodeURIComponent('@example.com')}`],
         ['status active', '/dashboard/licenses?status=active'],
         ['status expired', '/dashboard/licenses?status=expired'],
         ['status revoked', '/dashboard/licenses?status=revoked'],

@@ -98,6 +98,8 @@ export interface Config {
   stripeCliWebhookSecret?: string;
   /** Where the Lemon Squeezy package's calls go (LEMONSQUEEZY_API_URL; Lemon Squeezy's own address when unset). */
   lemonSqueezyApiUrl?: string;
+  /** Where @polar-sh/sdk sends its calls (POLAR_API_URL; Polar's production or sandbox server, by connection, when unset). */
+  polarApiUrl?: string;
   webhooks: WebhookConfig;
   /** Audit log entries are kept this long (days). */
   auditRetentionDays: number;
@@ -204,6 +206,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (stripeApiUrl && !/^https?:\/\/[^/?#]+\/?$/.test(stripeApiUrl)) throw new Error('STRIPE_API_URL must be an http(s) origin, e.g. https://api.stripe.com');
   const lemonSqueezyApiUrl = env.LEMONSQUEEZY_API_URL || undefined;
   if (lemonSqueezyApiUrl && !/^https?:\/\/[^/?#]+\/?$/.test(lemonSqueezyApiUrl)) throw new Error('LEMONSQUEEZY_API_URL must be an http(s) origin, e.g. https://api.lemonsqueezy.com');
+  const polarApiUrl = env.POLAR_API_URL || undefined;
+  if (polarApiUrl && !/^https?:\/\/[^/?#]+\/?$/.test(polarApiUrl)) throw new Error('POLAR_API_URL must be an http(s) origin, e.g. https://api.polar.sh');
   const redisUrl = env.REDIS_URL || undefined;
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new Error('REDIS_URL must be a redis:// or rediss:// URL');
   const rateLimitOff = (env.RATE_LIMIT ?? '').toLowerCase() === 'off';
@@ -236,6 +240,7 @@ export function loadConfig(env: Env = process.env): Config {
     stripeApiUrl,
     stripeCliWebhookSecret: env.STRIPE_CLI_WEBHOOK_SECRET || undefined,
     lemonSqueezyApiUrl,
+    polarApiUrl,
     rateLimit: {
       enabled: !rateLimitOff,
       publicPerMinute: int(env, 'RATE_LIMIT_PUBLIC_PER_MINUTE', 600),

@@ -155,7 +155,7 @@ for (const kind of storeKinds()) {
 
       // Find the license by e-mail, revoke it (asked first), remove a device (asked first).
       await nav('Licenses');
-      await page.getByLabel('Key or e-mail').fill('CUSTOMER@example.com');
+      await page.getByLabel('Key, e-mail or device').fill('CUSTOMER@example.com');
       await page.getByRole('button', { name: 'Search' }).click();
       await shoot('licenses');
       await page.getByRole('link', { name: key }).click();

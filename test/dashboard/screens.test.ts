@@ -171,6 +171,21 @@ forEachStore('dashboard screens', (kind) => {
       expect(page1).toHaveLength(50);
       expect(page2).toHaveLength(17);
       expect(new Set([...page1, ...page2]).size).toBe(67);
+      expect(textOf(first.body)).toContain('67 licenses');
+      // Back from the second page: the first page again, the same rows in the same order.
+      const second = await browser.request('GET', next);
+      const prev = /href="(\/dashboard\/licenses\?[^"]*before=[^"]+)"/.exec(second.body)![1]!.replace(/&amp;/g, '&');
+      expect(rowsOf((await browser.request('GET', prev)).body)).toEqual(page1);
+      expect(first.body).not.toContain('before=');
+      // Oldest first: the same licenses, the other way round.
+      const oldest = rowsOf((await browser.request('GET', `/dashboard/licenses?product=${a.id}&sort=oldest`)).body);
+      expect(oldest[0]).toBe(keys[0]);
+      // Pieces: a domain, the middle of a key, a device's identifier; never another account's license.
+      expect(rowsOf((await browser.request('GET', '/dashboard/licenses?q=%40example.com&status=revoked')).body)).toEqual([revoked.key]);
+      expect(rowsOf((await browser.request('GET', `/dashboard/licenses?q=${keys[5]!.slice(9, 16)}`)).body)).toEqual([keys[5]]);
+      expect(rowsOf((await browser.request('GET', '/dashboard/licenses?q=D2')).body)).toEqual([]);
+      expect(rowsOf((await browser.request('GET', '/dashboard/licenses?q=laptop%20d2')).body)).toEqual([keys[0]]);
+      expect(rowsOf((await browser.request('GET', '/dashboard/licenses?q=d1')).body)).toEqual([]);
       expect((await browser.request('GET', '/dashboard/licenses?cursor=garbage')).status).toBe(400);
 
       const csv = await browser.request('GET', `/dashboard/licenses/export.csv?q=buyer0%40example.com`);

@@ -74,7 +74,7 @@ forEachStore('dashboard payments: Lemon Squeezy', (kind) => {
       expect(mapped.status).toBe(303);
       const list = await call(p.ctx, { method: 'GET', url: `/api/v1/products/${product.id}/prices`, headers: t.auth });
       expect(list.body).toMatchObject([{ provider: 'lemonsqueezy', priceId: variant }]);
-      expect(textOf((await browser.request('GET', '/dashboard/payments')).body)).toContain(`${variant} (Lemon Squeezy)`);
+      expect(textOf((await browser.request('GET', '/dashboard/payments')).body)).toContain(`${variant} (lemonsqueezy)`);
     });
 
     it('a refused key is shown beside the field, a store the key cannot see beside the store; nothing stored, the key never echoed', async () => {

@@ -8,6 +8,7 @@ import type { Actor } from '../../core/principal.ts';
 import { sql, type Updateable } from 'kysely';
 import { bool, type DeviceRow, flag, type LicenseRow, type LicensesTable } from '../../storage/schema.ts';
 import { normalizeEmail } from '../../core/email.ts';
+import { containsPattern } from '../../storage/like.ts';
 import { decodeEntitlements, encodeEntitlements } from '../../core/entitlements.ts';
 import { decodeMetadata, encodeMetadata } from './metadata.ts';
 import type {
@@ -34,12 +35,20 @@ const DEVICE_COLUMNS = ['identifier', 'name', 'activation_date', 'lease_expires_
  * The order a filter pages in, each served by an index of migration 006 so a page reads about
  * `limit` index entries whatever the account's size: a key prefix in key order (account_id, key);
  * expired licenses by expiry, newest first (account_id, revoked, expires_at, key); everything else
- * newest first (account_id, created_at, key), or (account_id, revoked, created_at, key) for a status,
- * or (account_id, email_normalized, created_at, key) for an address.
+ * by creation, newest first unless asked oldest first (account_id, created_at, key), or
+ * (account_id, revoked, created_at, key) for a status, or (account_id, email_normalized, created_at,
+ * key) for an address. Read backwards for a previous page.
  */
 export function searchOrder(filter: LicenseFilter): 'key' | 'expires_at' | 'created_at' {
-  return filter.keyPrefix !== undefined ? 'key' : filter.status === 'expired' ? 'expires_at' : 'created_at';
+  if (filter.status === 'expired') return 'expires_at';
+  return filter.keyPrefix !== undefined || filter.sort === 'key' ? 'key' : 'created_at';
 }
+
+/** Whether the order runs down (newest first). */
+const descending = (filter: LicenseFilter): boolean => {
+  const order = searchOrder(filter);
+  return order === 'expires_at' || (order === 'created_at' && filter.sort !== 'oldest');
+};
 
 const toRecord = (r: Omit<LicenseRow, 'email_normalized' | 'metadata'>): LicenseRecord => ({
   key: r.key,
@@ -400,42 +409,88 @@ export class SqlLicenseRepository implements LicenseRepository {
     return rows.map((r) => ({ ...toFull(r), activeDevices: byKey.get(r.key) ?? [] }));
   }
 
-  /** The statement of one search page (the benchmark and the plan test read it too). */
-  searchQuery(accountId: string, f: LicenseFilter, now: number, o: { limit: number; after?: SearchPosition }) {
-    const order = searchOrder(f);
-    const after = o.after;
+  /** The licenses the filter matches, unordered and unbounded (the page and the count add theirs). */
+  private matching(accountId: string, f: LicenseFilter, now: number, from: { expiredFromNow: boolean }) {
+    // With a piece of text, the matches drive: SQLite would otherwise walk the account's whole
+    // created_at index (to skip the sort) probing each row against them; the unary + keeps it off
+    // that index, so it reads the matches by primary key and sorts only those.
+    const drivenByText = f.contains !== undefined && this.store.dialect === 'sqlite';
     return this.db
       .selectFrom('licenses')
-      .selectAll()
-      // Each row's device count in the same statement: one probe of the devices' primary key per row.
-      .select((eb) => eb.selectFrom('devices').select(eb.fn.countAll<number>().as('n')).whereRef('devices.license_key', '=', 'licenses.key').as('device_count'))
-      .where('account_id', '=', accountId)
+      .$if(!drivenByText, (q) => q.where('account_id', '=', accountId))
+      .$if(drivenByText, (q) => q.where(sql<string>`+account_id`, '=', accountId))
       .$if(f.productId !== undefined, (q) => q.where('product_id', '=', f.productId!))
       .$if(f.email !== undefined, (q) => q.where('email_normalized', '=', f.email!))
       // The prefix as a key range: an index range scan on both stores (keys are ASCII; the column compares bytewise).
       .$if(f.keyPrefix !== undefined, (q) => q.where('key', '>=', f.keyPrefix!).where('key', '<', `${f.keyPrefix!}\u007f`))
+      .$if(f.contains !== undefined, (q) => q.where('key', 'in', this.containing(f.contains!)))
       .$if(f.status === 'revoked', (q) => q.where('revoked', '=', flag(true)))
       .$if(f.status === 'active', (q) =>
         q.where('revoked', '=', flag(false)).where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)])),
       )
       .$if(f.status === 'expired', (q) => q.where('revoked', '=', flag(false)))
-      // Expired pages run down expires_at: the first from now, the next ones from their cursor (which
-      // lies before now and so implies it; given both bounds, SQLite would pick the first).
-      .$if(f.status === 'expired' && after === undefined, (q) => q.where('expires_at', '<=', now))
-      .$if(after !== undefined && order === 'key', (q) => q.where('key', '>', after!.key))
-      // A row-value comparison: both stores use it as the index range's bound (an OR of the two
-      // columns is only a filter, which makes page n read every row before it).
-      .$if(after !== undefined && order !== 'key', (q) =>
-        q.where((eb) => eb(eb.refTuple(order as 'created_at', 'key'), '<', eb.tuple(after!.sort!, after!.key))),
-      )
-      .$if(order === 'key', (q) => q.orderBy('key'))
-      .$if(order !== 'key', (q) => q.orderBy(order, 'desc').orderBy('key', 'desc'))
-      .limit(o.limit);
+      .$if(f.status === 'expired' && from.expiredFromNow, (q) => q.where('expires_at', '<=', now));
   }
 
-  async search(accountId: string, f: LicenseFilter, now: number, o: { limit: number; after?: SearchPosition }): Promise<LicenseSummary[]> {
+  /**
+   * The keys of licenses whose address or key, or one of whose devices' identifier or name, contains
+   * `piece` (lower-case). Any account's: the caller's `account_id` condition keeps the tenant's own.
+   * SQLite: migration 029's FTS5 trigram table; PostgreSQL: its pg_trgm GIN indexes.
+   */
+  private containing(piece: string) {
+    if (this.store.dialect === 'sqlite') {
+      // A quoted phrase: with the trigram tokenizer, any row containing the text (no wildcards; a LIKE
+      // would need an ESCAPE clause for % and _, and FTS5 then leaves its index unused).
+      const phrase = `"${piece.replace(/"/g, '""')}"`;
+      return sql<string>`(SELECT license_key FROM license_search WHERE id IN (SELECT rowid FROM license_search_fts WHERE license_search_fts MATCH ${phrase}))`;
+    }
+    const pattern = containsPattern(piece);
+    return sql<string>`(SELECT key FROM licenses WHERE email_normalized LIKE ${pattern} ESCAPE '\\' OR key ILIKE ${pattern} ESCAPE '\\'
+      UNION SELECT license_key FROM devices WHERE lower(identifier) LIKE ${pattern} ESCAPE '\\' OR lower(name) LIKE ${pattern} ESCAPE '\\')`;
+  }
+
+  /** The statement of one search page (the benchmark and the plan test read it too). */
+  searchQuery(accountId: string, f: LicenseFilter, now: number, o: { limit: number; after?: SearchPosition; before?: SearchPosition }) {
+    const order = searchOrder(f);
+    // A previous page reads the same index backwards from its cursor; the caller turns it round.
+    const backwards = o.before !== undefined;
+    const cursor = o.before ?? o.after;
+    const down = descending(f) !== backwards;
+    const direction = down ? 'desc' : 'asc';
+    const past = down ? '<' : '>';
+    return (
+      this.matching(accountId, f, now, { expiredFromNow: o.after === undefined })
+        .selectAll()
+        // Each row's device count in the same statement: one probe of the devices' primary key per row.
+        .select((eb) => eb.selectFrom('devices').select(eb.fn.countAll<number>().as('n')).whereRef('devices.license_key', '=', 'licenses.key').as('device_count'))
+        .$if(cursor !== undefined && order === 'key', (q) => q.where('key', past, cursor!.key))
+        // A row-value comparison: both stores use it as the index range's bound (an OR of the two
+        // columns is only a filter, which makes page n read every row before it).
+        .$if(cursor !== undefined && order !== 'key', (q) =>
+          q.where((eb) => eb(eb.refTuple(order as 'created_at', 'key'), past, eb.tuple(cursor!.sort!, cursor!.key))),
+        )
+        // With a piece of text, ordering by an expression keeps PostgreSQL off the account's ordered
+        // index too (it would walk it probing each row against the matches): the matches drive and
+        // only they are sorted.
+        .$if(f.contains !== undefined, (q) =>
+          order === 'key' ? q.orderBy(sql`key || ''`, direction) : q.orderBy(sql`${sql.ref(order)} + 0`, direction).orderBy(sql`key || ''`, direction),
+        )
+        .$if(f.contains === undefined && order === 'key', (q) => q.orderBy('key', direction))
+        .$if(f.contains === undefined && order !== 'key', (q) => q.orderBy(order, direction).orderBy('key', direction))
+        .limit(o.limit)
+    );
+  }
+
+  async search(accountId: string, f: LicenseFilter, now: number, o: { limit: number; after?: SearchPosition; before?: SearchPosition }): Promise<LicenseSummary[]> {
     const rows = await this.store.read.all(this.searchQuery(accountId, f, now, o));
+    if (o.before !== undefined) rows.reverse();
     return rows.map((r) => ({ ...toRecord(r), activeDeviceCount: Number(r.device_count ?? 0) }));
+  }
+
+  async countMatches(accountId: string, f: LicenseFilter, now: number, cap: number): Promise<number> {
+    const capped = this.matching(accountId, f, now, { expiredFromNow: true }).select(sql<number>`1`.as('one')).limit(cap + 1);
+    const row = await this.store.read.first(this.db.selectFrom(capped.as('m')).select((eb) => eb.fn.countAll<number>().as('n')));
+    return Number(row?.n ?? 0);
   }
 
   async listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<FullLicenseRecord[]> {

@@ -22,6 +22,7 @@ import type {
   License,
   LicenseFields,
   LicenseFilter,
+  LicenseSort,
   LicensePage,
   LicenseRecord,
   LicenseRepository,
@@ -109,22 +110,38 @@ export interface LicenseSearchQuery {
   query?: string;
   productId?: string;
   status?: LicenseFilter['status'];
+  sort?: LicenseSort;
+  /** The page after this cursor (a previous page's `nextCursor`)... */
   cursor?: string;
+  /** ...or the page before this one (a page's `prevCursor`). */
+  before?: string;
   limit?: number;
 }
 
 export interface LicenseSearchPage {
   data: LicenseSummary[];
   nextCursor: string | null;
+  prevCursor: string | null;
 }
+
+/**
+ * A list's total is counted exactly up to this many matches and shown as "more than 10,000" above:
+ * counting reads every match (about 10 ms per 10,000 index entries), and a million would cost
+ * hundreds of milliseconds for a figure nobody pages through (docs/decisions/license-search.md).
+ */
+export const COUNT_CAP = 10_000;
 
 const EXPORT_BATCH = 1000;
 
-/** An address when it has an @, else the start of a key. */
+/**
+ * Three characters or more: a piece of an address, a key, or a device's identifier or name (the
+ * trigram indexes need three); one or two: the start of a key.
+ */
 function toFilter(q: LicenseSearchQuery): LicenseFilter {
   const text = q.query?.trim() ?? '';
-  const filter: LicenseFilter = { productId: q.productId || undefined, status: q.status };
-  if (text.includes('@')) filter.email = normalizeEmail(text);
+  const filter: LicenseFilter = { productId: q.productId || undefined, status: q.status, sort: q.sort };
+  // ASCII lower-case, as addresses are normalized (the key and device columns are compared without case).
+  if (text.length >= 3) filter.contains = normalizeEmail(text);
   else if (text) filter.keyPrefix = normalizeLicenseKey(text);
   return filter;
 }
@@ -384,18 +401,28 @@ export class LicenseService {
     return { data, nextCursor: more ? encodeCursor(data[data.length - 1]!) : null };
   }
 
-  /** The account's licenses by key prefix or address, product and status, a keyset page at a time (newest first; keys in key order). */
+  /** The account's licenses by a piece of text, product and status, a keyset page at a time, either way. */
   async search(principal: Principal, query: LicenseSearchQuery): Promise<LicenseSearchPage> {
     const filter = toFilter(query);
     const limit = query.limit ?? LIST_LIMIT_DEFAULT;
-    const data = await this.repo.search(principal.accountId, filter, this.clock(), {
-      limit: limit + 1,
-      after: query.cursor ? decodePosition(query.cursor) : undefined,
-    });
+    const before = query.before ? decodePosition(query.before) : undefined;
+    const after = !before && query.cursor ? decodePosition(query.cursor) : undefined;
+    const data = await this.repo.search(principal.accountId, filter, this.clock(), { limit: limit + 1, after, before });
     const more = data.length > limit;
-    if (more) data.pop();
-    const last = data[data.length - 1];
-    return { data, nextCursor: more && last ? Buffer.from(JSON.stringify([sortValue(last, filter), last.key])).toString('base64url') : null };
+    // The extra row is past the page's far end: the last one going forward, the first one going back.
+    if (more) (before ? data.shift() : data.pop());
+    const position = (l: LicenseSummary | undefined) => (l ? Buffer.from(JSON.stringify([sortValue(l, filter), l.key])).toString('base64url') : null);
+    return {
+      data,
+      nextCursor: (before ? data.length > 0 : more) ? position(data[data.length - 1]) : null,
+      prevCursor: (before ? more : after !== undefined) ? position(data[0]) : null,
+    };
+  }
+
+  /** How many licenses the search matches, exactly up to COUNT_CAP; `capped` when there are more. */
+  async count(principal: Principal, query: LicenseSearchQuery): Promise<{ count: number; capped: boolean }> {
+    const n = await this.repo.countMatches(principal.accountId, toFilter(query), this.clock(), COUNT_CAP);
+    return n > COUNT_CAP ? { count: COUNT_CAP, capped: true } : { count: n, capped: false };
   }
 
   /** Every license the search matches, in batches of a keyset page each: memory stays flat whatever the count. */

@@ -83,7 +83,16 @@ export interface LicenseFilter {
   email?: string;
   /** The start of a key (normalized). */
   keyPrefix?: string;
+  /**
+   * A piece (3 characters or more, lower-case) of the address, the key, or an active device's
+   * identifier or name: served by migration 029's trigram indexes.
+   */
+  contains?: string;
+  /** The list's order; `expired` always runs by expiry, newest first, and a key prefix in key order. */
+  sort?: LicenseSort;
 }
+
+export type LicenseSort = 'newest' | 'oldest' | 'key';
 
 /** A license in a list: its record and how many devices use it. */
 export interface LicenseSummary extends LicenseRecord {
@@ -132,7 +141,9 @@ export interface LicenseRepository {
   findForValidation(key: string, deviceIdentifier: string): Promise<ValidationRow | undefined>;
   listByProduct(accountId: string, productId: string, options: { email?: string; limit: number; after?: { createdAt: number; key: string } }): Promise<License[]>;
   /** A page of the account's licenses matching `filter`, after `after`, in the filter's order (see the repository). */
-  search(accountId: string, filter: LicenseFilter, now: number, options: { limit: number; after?: SearchPosition }): Promise<LicenseSummary[]>;
+  search(accountId: string, filter: LicenseFilter, now: number, options: { limit: number; after?: SearchPosition; before?: SearchPosition }): Promise<LicenseSummary[]>;
+  /** How many licenses the filter matches, counting at most `cap` + 1 (above the cap the exact figure is not worth its time). */
+  countMatches(accountId: string, filter: LicenseFilter, now: number, cap: number): Promise<number>;
   /** Every license of the account's product (for a product's forced delete). */
   listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<FullLicenseRecord[]>;
   /** Reads the license (the account's, when given) and locks it against concurrent units until `unit` ends. */

@@ -22,7 +22,7 @@ export const ConnectionReply = Type.Object(
   {
     connected: Type.Boolean(),
     livemode: Type.Optional(Type.Boolean()),
-    webhookEndpointId: Type.Optional(Type.String({ description: "The endpoint at Stripe, we_..." })),
+    webhookEndpointId: Type.Optional(Type.String({ description: "The endpoint at the provider (Stripe: we_...; Polar: a UUID)." })),
     connectedAt: Type.Optional(Timestamp),
   },
   { description: 'The connection; `{"connected": false}` when there is none. Never the key.' },
@@ -31,11 +31,11 @@ export const ConnectionReply = Type.Object(
 export const connectionView = (c: Connection | undefined) =>
   c ? { connected: true, livemode: c.livemode, webhookEndpointId: c.webhookEndpointId, connectedAt: toIso(c.connectedAt) } : { connected: false };
 
-export const PriceId = Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_]+$', description: 'A Stripe price id, price_..., or a Lemon Squeezy variant id (digits).' });
+export const PriceId = Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_-]+$', description: 'A Stripe price id, price_..., a Lemon Squeezy variant id (digits), or a Polar product id (a UUID).' });
 
 export const CreateMappingBody = Type.Object(
   {
-    provider: Type.Optional(StringEnum(['stripe', 'lemonsqueezy'], { description: 'Where the price is sold: stripe (default) or lemonsqueezy (priceId is a variant id).' })),
+    provider: Type.Optional(StringEnum(['stripe', 'lemonsqueezy', 'polar'], { description: 'Where the price is sold: stripe (default), lemonsqueezy (priceId is a variant id) or polar (priceId is a Polar product id).' })),
     priceId: PriceId,
     maxDevices: Type.Integer({ minimum: 1, maximum: 100000, description: 'Per unit bought: a license gets this × the quantity (at most 100000).' }),
     licenseType: Type.String({ enum: ['perpetual', 'timed'] }),
@@ -49,7 +49,7 @@ export const CreateMappingBody = Type.Object(
 );
 
 export const PriceMappingReply = Type.Object({
-  provider: Type.String({ description: 'stripe or lemonsqueezy.' }),
+  provider: Type.String({ description: 'stripe, lemonsqueezy or polar.' }),
   priceId: Type.String(),
   productId: Type.String(),
   maxDevices: Type.Integer(),

@@ -23,6 +23,7 @@ import * as m021PurchaseSubscription from './021_purchase_subscription_offers.ts
 import * as m022Trials from './022_trials.ts';
 import * as m024Members from './024_members.ts';
 import * as m025OfferEntitlements from './025_offer_entitlements.ts';
+import * as m029LicenseSearch from './029_license_search.ts';
 import * as m031WebhookAttemptExchange from './031_webhook_attempt_exchange.ts';
 import * as m032BrandingTeamLog from './032_branding_team_log.ts';
 
@@ -56,6 +57,7 @@ export const migrations: Record<string, Migration> = {
   '022_trials': m022Trials,
   '024_members': m024Members,
   '025_offer_entitlements': m025OfferEntitlements,
+  '029_license_search': m029LicenseSearch,
   '031_webhook_attempt_exchange': m031WebhookAttemptExchange,
   '032_branding_team_log': m032BrandingTeamLog,
 };

@@ -23,12 +23,25 @@ const STATUSES = ['active', 'expired', 'revoked'] as const;
 const PAGE_SIZE = 50;
 
 type Services = ScreenOptions['services'];
-type ListQuery = { q?: string; product?: string; status?: string; cursor?: string };
+type ListQuery = { q?: string; product?: string; status?: string; sort?: string; cursor?: string; before?: string };
+const SORTS = [
+  { value: 'newest', label: 'Newest first' },
+  { value: 'oldest', label: 'Oldest first' },
+  { value: 'key', label: 'Key (A to Z)' },
+] as const;
 
 /** The list's query string, as typed (bounded): the same filters drive the page, its pager and the CSV export. */
 function searchOf(q: ListQuery): LicenseSearchQuery {
   const status = STATUSES.find((s) => s === q.status);
-  return { query: q.q?.slice(0, 254), productId: q.product?.slice(0, 64) || undefined, status, cursor: q.cursor?.slice(0, 512) || undefined };
+  const sort = SORTS.find((s) => s.value === q.sort)?.value;
+  return {
+    query: q.q?.slice(0, 254),
+    productId: q.product?.slice(0, 64) || undefined,
+    status,
+    sort,
+    cursor: q.cursor?.slice(0, 512) || undefined,
+    before: q.before?.slice(0, 512) || undefined,
+  };
 }
 
 const queryString = (q: Record<string, string | undefined>) => {
@@ -36,6 +49,10 @@ const queryString = (q: Record<string, string | undefined>) => {
   const s = params.toString();
   return s ? `?${s}` : '';
 };
+
+/** "1,234 licenses", or "More than 10,000 licenses" past the count's cap (LicenseService.count). */
+const totalText = (t: { count: number; capped: boolean }) =>
+  `${t.capped ? 'More than ' : ''}${t.count.toLocaleString('en-US')} ${t.count === 1 && !t.capped ? 'license' : 'licenses'}`;
 
 const badge = (s: LicenseStatus) => html`<span class="badge ${s}">${STATUS_LABEL[s]}</span>`;
 
@@ -216,20 +233,21 @@ export const licensesScreen: Screen = {
       const products = await services.products.list(principal);
       const byId = new Map(products.map((p) => [p.id, p]));
       const search = searchOf(req.query);
-      const page = await services.licenses.search(principal, { ...search, limit: PAGE_SIZE });
+      const [page, total] = await Promise.all([services.licenses.search(principal, { ...search, limit: PAGE_SIZE }), services.licenses.count(principal, search)]);
       const now = services.clock();
-      const filters = { q: req.query.q, product: search.productId, status: search.status };
+      const filters = { q: req.query.q, product: search.productId, status: search.status, sort: search.sort };
       const form = emptyForm(filters);
       const filtered = Boolean(search.query || search.productId || search.status);
       const head = pageHead(
         'Licenses',
-        'Find a license by its key or the customer\'s e-mail address.',
+        'Find a license by a piece of its key, the customer\'s e-mail address (a domain like @acme.com works) or a device\'s identifier or name.',
         html`<a class="button" href="${SECTION}/new${search.productId ? `?product=${search.productId}` : ''}">New license</a><a class="button secondary" href="${SECTION}/export.csv${queryString(filters)}">Export CSV</a>`,
       );
       const filterForm = html`<form class="filters" method="get" action="${SECTION}" role="search">
-${input({ name: 'q', label: 'Key or e-mail', type: 'search', form, wide: true, attrs: html` maxlength="254"` })}
+${input({ name: 'q', label: 'Key, e-mail or device', type: 'search', form, wide: true, attrs: html` maxlength="254"`, hint: 'Three characters or more find any part; one or two, the start of a key.' })}
 ${select({ name: 'product', label: 'Product', form, options: [{ value: '', label: 'All products' }, ...products.map((p) => ({ value: p.id, label: p.name }))] })}
 ${select({ name: 'status', label: 'Status', form, options: [{ value: '', label: 'Any status' }, ...STATUSES.map((s) => ({ value: s, label: STATUS_LABEL[s] }))] })}
+${select({ name: 'sort', label: 'Order', form, options: [...SORTS] })}
 <button type="submit">Search</button>${filtered ? html`<a href="${SECTION}">Clear</a>` : ''}
 </form>`;
       let body: SafeHtml;
@@ -237,7 +255,7 @@ ${select({ name: 'status', label: 'Status', form, options: [{ value: '', label: 
         body =
           products.length === 0
             ? emptyState('Licenses belong to a product. Create your first product, then issue its licenses here.', html`<a class="button" href="/dashboard/products/new">Create a product</a>`)
-            : filtered || search.cursor
+            : filtered || search.cursor || search.before
               ? emptyState('No license matches. Check the key or address, or clear the filters.', html`<a class="button secondary" href="${SECTION}">Show all licenses</a>`)
               : emptyState('No licenses yet. Create one by hand, or let your store create them through the API.', html`<a class="button" href="${SECTION}/new">Create a license</a>`);
       } else {
@@ -251,8 +269,10 @@ ${select({ name: 'status', label: 'Status', form, options: [{ value: '', label: 
               )}</td><td class="num">${l.activeDeviceCount} / ${l.maxDevices}</td><td class="hide-phone">${when(l.expiresAt)}</td><td class="hide-phone">${when(l.createdAt)}</td></tr>`,
           ),
         )}
-<div class="pager">${search.cursor ? html`<a href="${SECTION}${queryString(filters)}">First page</a>` : html`<span></span>`}${
-          page.nextCursor ? html`<a class="button secondary" href="${SECTION}${queryString({ ...filters, cursor: page.nextCursor })}">Next page</a>` : ''
+<div class="pager"><p class="hint" id="license-count">${totalText(total)}</p>${
+          search.cursor || search.before ? html`<a href="${SECTION}${queryString(filters)}">First page</a>` : ''
+        }${page.prevCursor ? html`<a class="button secondary" rel="prev" href="${SECTION}${queryString({ ...filters, before: page.prevCursor })}">Previous page</a>` : ''}${
+          page.nextCursor ? html`<a class="button secondary" rel="next" href="${SECTION}${queryString({ ...filters, cursor: page.nextCursor })}">Next page</a>` : ''
         }</div>`;
       }
       return render(req, reply, { title: 'Licenses', section: SECTION, content: html`${head}${filterForm}${body}` });
@@ -262,7 +282,7 @@ ${select({ name: 'status', label: 'Status', form, options: [{ value: '', label: 
       const { principal } = req.dashboard;
       const products = await services.products.list(principal);
       const byId = new Map(products.map((p) => [p.id, p]));
-      const { cursor: _ignored, ...search } = searchOf(req.query);
+      const { cursor: _ignored, before: _also, ...search } = searchOf(req.query);
       const now = services.clock();
       const batches = services.licenses.exportAll(principal, search);
       async function* rows() {

@@ -44,7 +44,7 @@ async function offersPage(req: FastifyRequest, reply: FastifyReply, services: Se
   const names = new Map(products.map((p) => [p.id, p.name]));
   const rows = offers.map(
     (offer) =>
-      html`<tr><td>${offer.name}</td><td><code>${offer.priceId}</code></td><td>${describe(offer, names)}</td><td class="num">${actionButton(viewer, `${path(productId)}/remove`, html`Remove<span class="sr-only"> ${offer.name}</span>`, 'secondary small', { offerId: offer.id })}</td></tr>`,
+      html`<tr><td>${offer.name}</td><td><code>${offer.priceId}</code>${offer.provider === 'stripe' ? '' : ` (${offer.provider})`}</td><td>${describe(offer, names)}</td><td class="num">${actionButton(viewer, `${path(productId)}/remove`, html`Remove<span class="sr-only"> ${offer.name}</span>`, 'secondary small', { offerId: offer.id })}</td></tr>`,
   );
   const form = o.form ?? emptyForm({ kind: 'renewal', extendDays: '365' });
   return render(req, reply, {
@@ -52,14 +52,15 @@ async function offersPage(req: FastifyRequest, reply: FastifyReply, services: Se
     title: `Offers of ${product.name}`,
     section: SECTION,
     content: html`${pageHead('Renewals and upgrades', `What customers of ${product.name} can buy for their licenses in the portal: up to 3 of each kind.`, undefined, html`<a href="${SECTION}/${product.id}">${product.name}</a>`)}
-${rows.length === 0 ? emptyState('No offers yet.') : table('Offers', ['Name', 'Stripe price', 'What it does', { text: 'Action', className: 'num' }], rows)}
+${rows.length === 0 ? emptyState('No offers yet.') : table('Offers', ['Name', 'Price', 'What it does', { text: 'Action', className: 'num' }], rows)}
 <form class="panel limit spaced" method="post" action="${path(productId)}" novalidate>
 <h2>Add an offer</h2>
 ${formError(form)}
 ${csrfInput(viewer.csrf)}
 ${select({ name: 'kind', label: 'Kind', form, options: [{ value: 'renewal', label: 'Renewal (timed licenses)' }, { value: 'upgrade', label: 'Upgrade' }] })}
 ${input({ name: 'name', label: 'Name shown to the customer', form, required: true, attrs: html` maxlength="200"` })}
-${input({ name: 'priceId', label: 'Stripe price ID', form, required: true, attrs: html` maxlength="255" autocomplete="off"` })}
+${select({ name: 'provider', label: 'Sold through', form, options: [{ value: 'stripe', label: 'Stripe (a price ID)' }, { value: 'polar', label: 'Polar (a product ID)' }] })}
+${input({ name: 'priceId', label: 'Stripe price ID or Polar product ID', form, required: true, attrs: html` maxlength="255" autocomplete="off"` })}
 ${input({ name: 'extendDays', label: 'Renewal: days added', type: 'number', form, attrs: html` min="1" max="36500"` })}
 ${select({ name: 'productId', label: 'Upgrade: move to product', form, options: [{ value: '', label: 'Keep the product' }, ...products.filter((p) => p.id !== productId).map((p) => ({ value: p.id, label: p.name }))] })}
 ${input({ name: 'maxDevices', label: 'Upgrade: devices', type: 'number', form, attrs: html` min="1" max="100000"` })}
@@ -84,7 +85,7 @@ export const offersScreen: Screen = {
       const f = formOf(req);
       try {
         const { kind, licenseType, ...rest } = parseWith(CreateOfferBody, offerBody(f));
-        await services.offers.create(req.dashboard.principal, productId, 'stripe', { ...rest, kind: kind as 'renewal' | 'upgrade', licenseType: licenseType as 'perpetual' | undefined });
+        await services.offers.create(req.dashboard.principal, productId, f.provider === 'polar' ? 'polar' : 'stripe', { ...rest, kind: kind as 'renewal' | 'upgrade', licenseType: licenseType as 'perpetual' | undefined });
         return redirectWith(reply, path(productId), 'offer-added');
       } catch (error) {
         const errors = fieldErrors(error);

@@ -6,6 +6,7 @@ import { ConnectStripeBody, CreateMappingBody } from '../../payments/schemas.ts'
 import type { PriceMapping } from '../../payments/types.ts';
 import type { Product } from '../../products/service.ts';
 import { fieldErrors, optional, parseWith, text, whole } from '../forms.ts';
+import { POLAR_NOTICES, polarRoutes, polarSection } from './payments-polar.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen, type ScreenOptions } from '../screen.ts';
 import { LEMONSQUEEZY_NOTICES, lemonSqueezyDashboardRoutes, lemonSqueezySection } from './payments-lemonsqueezy.ts';
 import { actionButton, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, select, table, when } from '../views.ts';
@@ -21,7 +22,7 @@ const MODES = [
   { value: 'perpetual', label: 'Perpetual (never expires)' },
   { value: 'offset', label: 'Timed: expires a number of days after purchase' },
   { value: 'fixed', label: 'Timed: expires on a fixed date' },
-  { value: 'subscription', label: 'Subscription: follows the provider\'s subscription' },
+  { value: 'subscription', label: 'Subscription: follows the subscription' },
 ];
 
 const ruleOf = (m: PriceMapping) =>
@@ -35,12 +36,13 @@ interface PageState {
   connectForm?: FormState;
   mappingForm?: FormState;
   lemonSqueezyForm?: FormState;
+  polarForm?: FormState;
   notice?: Notice;
 }
 
 async function paymentsPage(req: FastifyRequest, reply: FastifyReply, services: Services, o: PageState = {}) {
   const { principal, viewer } = req.dashboard;
-  const [connection, lemonSqueezy, products] = await Promise.all([services.payments.connection(principal, PROVIDER), services.payments.connection(principal, 'lemonsqueezy'), services.products.list(principal)]);
+  const [connection, lemonSqueezy, polar, products] = await Promise.all([services.payments.connection(principal, PROVIDER), services.payments.connection(principal, 'lemonsqueezy'), services.payments.connection(principal, 'polar'), services.products.list(principal)]);
   const mappings = new Map<string, PriceMapping[]>();
   for (const p of products) mappings.set(p.id, await services.payments.listMappings(principal, p.id));
 
@@ -76,7 +78,7 @@ ${connectPanel}</div>`
   const mappingRows = products.flatMap((p) =>
     (mappings.get(p.id) ?? []).map(
       (m) =>
-        html`<tr><td><a href="/dashboard/products/${p.id}">${p.name}</a></td><td><code>${m.priceId}</code>${m.provider === 'lemonsqueezy' ? ' (Lemon Squeezy)' : ''}</td><td class="hide-phone">${ruleOf(m)}</td><td class="num hide-phone">${m.maxDevices}</td><td class="num">${actionButton(
+        html`<tr><td><a href="/dashboard/products/${p.id}">${p.name}</a></td><td><code>${m.priceId}</code>${m.provider === PROVIDER ? '' : ` (${m.provider})`}</td><td class="hide-phone">${ruleOf(m)}</td><td class="num hide-phone">${m.maxDevices}</td><td class="num">${actionButton(
           viewer,
           `${SECTION}/prices/remove`,
           html`Remove<span class="sr-only"> ${m.priceId}</span>…`,
@@ -103,8 +105,8 @@ ${connectPanel}</div>`
 ${formError(mappingForm)}
 ${csrfInput(viewer.csrf)}
 ${select({ name: 'productId', label: 'Product', form: mappingForm, options: products.map((p: Product) => ({ value: p.id, label: p.name })) })}
-${select({ name: 'provider', label: 'Sold through', form: mappingForm, options: [{ value: 'stripe', label: 'Stripe (a price ID)' }, { value: 'lemonsqueezy', label: 'Lemon Squeezy (a variant ID)' }] })}
-${input({ name: 'priceId', label: 'Stripe price ID or Lemon Squeezy variant ID', form: mappingForm, required: true, hint: 'Stripe: price_… from the product; Lemon Squeezy: the variant ID (digits).', attrs: html` maxlength="255" autocomplete="off"` })}
+${select({ name: 'provider', label: 'Sold through', form: mappingForm, options: [{ value: 'stripe', label: 'Stripe (a price ID)' }, { value: 'lemonsqueezy', label: 'Lemon Squeezy (a variant ID)' }, { value: 'polar', label: 'Polar (a product ID)' }] })}
+${input({ name: 'priceId', label: 'Stripe price ID, Lemon Squeezy variant ID or Polar product ID', form: mappingForm, required: true, hint: 'Stripe: price_… from the product in Stripe. Lemon Squeezy: the variant ID (digits). Polar: the product’s ID.', attrs: html` maxlength="255" autocomplete="off"` })}
 ${input({ name: 'maxDevices', label: 'Devices per unit bought', type: 'number', form: mappingForm, required: true, attrs: html` min="1" max="100000"` })}
 ${select({ name: 'mode', label: 'License', form: mappingForm, options: MODES })}
 ${input({ name: 'offsetDays', label: 'Days until expiry (timed, days after purchase)', type: 'number', form: mappingForm, attrs: html` min="1" max="36500"` })}
@@ -121,6 +123,7 @@ ${input({ name: 'graceDays', label: 'Grace days (subscription: how long a licens
     content: html`${pageHead('Payments', 'Sell through Stripe: each completed checkout of a mapped price creates a license and e-mails it to the buyer.')}
 <section aria-labelledby="conn-head"><h2 id="conn-head" class="sr-only">Connection</h2>${connectionSection}</section>
 ${lemonSqueezySection(SECTION, viewer, lemonSqueezy, o.lemonSqueezyForm)}
+${polarSection(viewer, polar, o.polarForm ?? emptyForm({ sandbox: undefined }))}
 <section class="spaced" aria-labelledby="prices-title"><h2 id="prices-title">Price mappings</h2>${mappingList}${mappingPanel}</section>
 <p class="spaced">Purchases, their invoices and licenses are on the <a href="${PURCHASES}">Purchases</a> page.</p>`,
   });
@@ -133,7 +136,7 @@ const statusOf = (error: unknown) => (error instanceof AppError && error.statusC
 function mappingBody(f: Record<string, string | undefined>) {
   const mode = f.mode === 'offset' || f.mode === 'fixed' || f.mode === 'subscription' ? f.mode : 'perpetual';
   return {
-    ...(f.provider === 'lemonsqueezy' && { provider: 'lemonsqueezy' }),
+    ...((f.provider === 'lemonsqueezy' || f.provider === 'polar') && { provider: f.provider }),
     priceId: text(f.priceId) ?? '',
     maxDevices: whole(f.maxDevices) ?? '',
     licenseType: mode === 'perpetual' ? 'perpetual' : 'timed',
@@ -152,9 +155,11 @@ export const paymentsScreen: Screen = {
     'price-mapped': { tone: 'ok', text: 'Price mapped. Each purchase of it now creates a license.' },
     'price-removed': { tone: 'ok', text: 'Price mapping removed. Purchases of it no longer create licenses.' },
     ...LEMONSQUEEZY_NOTICES,
+    ...POLAR_NOTICES,
   },
   routes: async (app, { services }) => {
     app.get(SECTION, async (req, reply) => paymentsPage(req, reply, services));
+    polarRoutes(app, services, (req, reply, o) => paymentsPage(req, reply, services, o));
     lemonSqueezyDashboardRoutes(app, SECTION, services, (req, reply, o) => paymentsPage(req, reply, services, o));
 
     app.post(`${SECTION}/connect`, async (req, reply) => {

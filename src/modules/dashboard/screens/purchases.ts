@@ -16,6 +16,8 @@ const PAGE_SIZE = 25;
 
 type Services = ScreenOptions['services'];
 
+/** Which provider reported the purchase, as people write it. */
+const PROVIDER_LABEL: Record<string, string> = { stripe: 'Stripe', polar: 'Polar' };
 const KIND_LABEL: Record<Purchase['kind'], string> = { new: 'New', renewal: 'Renewal', upgrade: 'Upgrade', subscription: 'Subscription' };
 
 const STATUS_BADGE: Record<Purchase['status'], { label: string; className: string }> = {
@@ -48,7 +50,7 @@ async function purchasesPage(req: FastifyRequest, reply: FastifyReply, services:
     const invoice = html`${pu.invoiceId ? html`<a class="button secondary small" href="${SECTION}/${pu.id}/invoice">Download invoice</a>` : html`<span class="hint">No invoice</span>`}${
       pu.status === 'unmapped' ? actionButton(viewer, `${SECTION}/${pu.id}/fulfil`, 'Fulfil', 'small') : ''
     }`;
-    return html`<tr><td>${when(pu.createdAt)}</td><td>${pu.email ?? '—'}</td><td class="num">${formatAmount(pu.amountTotal, pu.currency)}</td><td class="hide-phone"><span class="badge ${badge.className}">${badge.label}</span> ${KIND_LABEL[pu.kind]}</td><td class="hide-phone">${keys}</td><td class="num">${invoice}</td></tr>`;
+    return html`<tr><td>${when(pu.createdAt)}</td><td>${pu.email ?? '—'}</td><td class="num">${formatAmount(pu.amountTotal, pu.currency)}</td><td class="hide-phone"><span class="badge ${badge.className}">${badge.label}</span> ${KIND_LABEL[pu.kind]}<br><span class="hint">${PROVIDER_LABEL[pu.provider] ?? pu.provider}</span></td><td class="hide-phone">${keys}</td><td class="num">${invoice}</td></tr>`;
   });
   const purchaseList: SafeHtml =
     purchaseRows.length === 0

@@ -96,6 +96,8 @@ export interface Config {
   stripeApiUrl?: string;
   /** STRIPE_CLI_WEBHOOK_SECRET: for local testing with `stripe listen` (test-mode connections only). */
   stripeCliWebhookSecret?: string;
+  /** Where the Lemon Squeezy package's calls go (LEMONSQUEEZY_API_URL; Lemon Squeezy's own address when unset). */
+  lemonSqueezyApiUrl?: string;
   /** Where @polar-sh/sdk sends its calls (POLAR_API_URL; Polar's production or sandbox server, by connection, when unset). */
   polarApiUrl?: string;
   webhooks: WebhookConfig;
@@ -202,6 +204,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (smtpUrl && !/^smtps?:\/\/[^/?#]/.test(smtpUrl)) throw new Error('SMTP_URL must be an smtp:// or smtps:// URL');
   const stripeApiUrl = env.STRIPE_API_URL || undefined;
   if (stripeApiUrl && !/^https?:\/\/[^/?#]+\/?$/.test(stripeApiUrl)) throw new Error('STRIPE_API_URL must be an http(s) origin, e.g. https://api.stripe.com');
+  const lemonSqueezyApiUrl = env.LEMONSQUEEZY_API_URL || undefined;
+  if (lemonSqueezyApiUrl && !/^https?:\/\/[^/?#]+\/?$/.test(lemonSqueezyApiUrl)) throw new Error('LEMONSQUEEZY_API_URL must be an http(s) origin, e.g. https://api.lemonsqueezy.com');
   const polarApiUrl = env.POLAR_API_URL || undefined;
   if (polarApiUrl && !/^https?:\/\/[^/?#]+\/?$/.test(polarApiUrl)) throw new Error('POLAR_API_URL must be an http(s) origin, e.g. https://api.polar.sh');
   const redisUrl = env.REDIS_URL || undefined;
@@ -235,6 +239,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     stripeApiUrl,
     stripeCliWebhookSecret: env.STRIPE_CLI_WEBHOOK_SECRET || undefined,
+    lemonSqueezyApiUrl,
     polarApiUrl,
     rateLimit: {
       enabled: !rateLimitOff,

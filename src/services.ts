@@ -37,6 +37,7 @@ import { SqlPaymentRepository } from './modules/payments/repository.ts';
 import { DELETE_ENDPOINT_JOB, deleteEndpointConsumer } from './modules/payments/endpoint-jobs.ts';
 import type { PaymentProvider } from './modules/payments/provider.ts';
 import { PaymentService } from './modules/payments/service.ts';
+import { LemonSqueezyProvider } from './modules/payments/lemonsqueezy.ts';
 import { StripeProvider } from './modules/payments/stripe.ts';
 import { PolarProvider } from './modules/payments/polar.ts';
 import { SqlPortalRepository } from './modules/portal/repository.ts';
@@ -69,6 +70,8 @@ export interface ServiceOptions {
   stripeApiUrl?: string;
   /** STRIPE_CLI_WEBHOOK_SECRET (development): `stripe listen`'s signing secret, accepted for test-mode connections. */
   stripeCliWebhookSecret?: string;
+  /** LEMONSQUEEZY_API_URL (config.lemonSqueezyApiUrl): where the Lemon Squeezy package's calls go. */
+  lemonSqueezyApiUrl?: string;
   /** POLAR_API_URL (config.polarApiUrl): where @polar-sh/sdk sends its calls. */
   polarApiUrl?: string;
   /** Operator webhooks (config.webhooks; these defaults are the environment's own defaults). */
@@ -142,7 +145,7 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   const payments = new PaymentService(
     new SqlPaymentRepository(store),
     units,
-    [new StripeProvider({ apiUrl: options.stripeApiUrl }), new PolarProvider({ apiUrl: options.polarApiUrl }), ...(options.paymentProviders ?? [])],
+    [new StripeProvider({ apiUrl: options.stripeApiUrl }), new LemonSqueezyProvider({ apiUrl: options.lemonSqueezyApiUrl }), new PolarProvider({ apiUrl: options.polarApiUrl }), ...(options.paymentProviders ?? [])],
     products,
     licenses,
     subscriptions,

@@ -133,7 +133,7 @@ forEachStore('dashboard payments', (kind) => {
       const c = await connectStripe(p, t);
       const unknown = await post({ priceId: 'price_doesnotexist' });
       expect(unknown.status).toBe(400);
-      expect(textOf(unknown.body)).toContain('Stripe price ID or Polar product ID no such price at stripe.');
+      expect(textOf(unknown.body)).toContain('Stripe price ID, Lemon Squeezy variant ID or Polar product ID no such price at stripe.');
       const priceId = double.price(c.key);
       await mapPrice(p, t, product.id, { priceId });
       const before = await mappings(p.ctx, t)();

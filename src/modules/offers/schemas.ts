@@ -8,8 +8,8 @@ export const CreateOfferBody = Type.Object(
   {
     kind: StringEnum(['renewal', 'upgrade']),
     name: Type.String({ minLength: 1, maxLength: 200, description: 'What the customer sees in the portal.' }),
-    priceId: Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_-]+$', description: 'The price the customer pays: a Stripe price_..., or a Polar product id with provider polar.' }),
-    provider: Type.Optional(StringEnum(['stripe', 'polar'], { description: "Whose checkout sells it: stripe (default) or polar." })),
+    priceId: Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_-]+$', description: 'The price the customer pays: a Stripe price_..., a Lemon Squeezy variant id with provider lemonsqueezy, or a Polar product id with provider polar.' }),
+    provider: Type.Optional(StringEnum(['stripe', 'lemonsqueezy', 'polar'], { description: 'Whose checkout sells it: stripe (default), lemonsqueezy or polar.' })),
     extendDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 36500, description: 'Renewal: expiresAt becomes the later of now and the expiry, plus this many days.' })),
     productId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Upgrade: another product of the account; the license moves there, keeping key and devices.' })),
     maxDevices: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000, description: "Upgrade: the license's new maxDevices." })),

@@ -141,7 +141,11 @@ export interface PaymentProvider {
    * headers the provider signs with, and parses the notification.
    */
   parse(rawBody: Buffer, headers: WebhookHeaders, signingSecret: string, now: number): Notification;
-  lineItems(apiKey: string, sessionId: string): Promise<LineItem[]>;
+  /**
+   * The checkout's line items; null when another event of the provider fulfils this checkout (a
+   * Lemon Squeezy subscription's first order: its subscription event makes the license).
+   */
+  lineItems(apiKey: string, sessionId: string): Promise<LineItem[] | null>;
   /** Whether the price exists at the provider (false when it does not; other failures throw). */
   priceExists(apiKey: string, priceId: string): Promise<boolean>;
   /** The invoice's documents, or null when the provider has no PDF for it (yet). */

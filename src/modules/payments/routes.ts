@@ -18,6 +18,7 @@ import {
   purchaseView,
   WebhookParams,
 } from './schemas.ts';
+import { lemonSqueezyConnectionRoutes } from './lemonsqueezy-routes.ts';
 import { polarConnectionRoutes } from './polar-routes.ts';
 import { PURCHASE_LIMIT_MAX, type PaymentService } from './service.ts';
 
@@ -88,6 +89,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
     async (req) => connectionView(await payments.refreshEndpoint(req.principal, STRIPE)),
   );
 
+  await lemonSqueezyConnectionRoutes(app, { payments });
   await polarConnectionRoutes(app, { payments });
 
   app.post(
@@ -99,7 +101,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
         operationId: 'create-price-mapping',
         summary: "Map a provider's price to the product",
         description:
-          'A purchase of the price then creates a license of this product. provider: stripe (default; priceId a price id) or polar (priceId a product id). The price must exist at the provider (400 otherwise) and maps to one product of the account (409 price_already_mapped). With billing subscription, the license follows the subscription: licenseType timed, no offsetDays or fixedExpiresAt, graceDays 0 to 60 (default 7).',
+          'A purchase of the price then creates a license of this product. provider: stripe (default; priceId a price id), lemonsqueezy (priceId a variant id) or polar (priceId a product id). The price must exist at the provider (400 otherwise) and maps to one product of the account (409 price_already_mapped). With billing subscription, the license follows the subscription: licenseType timed, no offsetDays or fixedExpiresAt, graceDays 0 to 60 (default 7).',
         params: ProductParams,
         body: CreateMappingBody,
         response: { 200: PriceMappingReply, ...errorResponses(400, 401, 403, 404, 409, 502) },

@@ -31,11 +31,11 @@ export const ConnectionReply = Type.Object(
 export const connectionView = (c: Connection | undefined) =>
   c ? { connected: true, livemode: c.livemode, webhookEndpointId: c.webhookEndpointId, connectedAt: toIso(c.connectedAt) } : { connected: false };
 
-export const PriceId = Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_-]+$', description: 'A Stripe price id, price_..., or a Polar product id (a UUID).' });
+export const PriceId = Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_-]+$', description: 'A Stripe price id, price_..., a Lemon Squeezy variant id (digits), or a Polar product id (a UUID).' });
 
 export const CreateMappingBody = Type.Object(
   {
-    provider: Type.Optional(StringEnum(['stripe', 'polar'], { description: 'Where the price is sold: stripe (default) or polar (priceId is a Polar product id).' })),
+    provider: Type.Optional(StringEnum(['stripe', 'lemonsqueezy', 'polar'], { description: 'Where the price is sold: stripe (default), lemonsqueezy (priceId is a variant id) or polar (priceId is a Polar product id).' })),
     priceId: PriceId,
     maxDevices: Type.Integer({ minimum: 1, maximum: 100000, description: 'Per unit bought: a license gets this × the quantity (at most 100000).' }),
     licenseType: Type.String({ enum: ['perpetual', 'timed'] }),
@@ -49,7 +49,7 @@ export const CreateMappingBody = Type.Object(
 );
 
 export const PriceMappingReply = Type.Object({
-  provider: Type.String({ description: 'stripe or polar.' }),
+  provider: Type.String({ description: 'stripe, lemonsqueezy or polar.' }),
   priceId: Type.String(),
   productId: Type.String(),
   maxDevices: Type.Integer(),

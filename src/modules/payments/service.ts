@@ -383,6 +383,7 @@ export class PaymentService {
         if (await this.repo.findPurchaseBySession(connection.accountId, providerName, notification.sessionId)) return { outcome: 'duplicate' };
         if (notification.subscriptionId) return this.fulfilSubscription(principal, provider, connection, notification, notification.subscriptionId);
         const items = await provider.lineItems(this.apiKey(connection), notification.sessionId).catch(retryLater);
+        if (items === null) return { outcome: 'ignored', type: `${providerName} order fulfilled by its subscription's event` };
         if (notification.licenseKey) return this.fulfilOffer(principal, providerName, notification, notification.licenseKey, items);
         return this.units.run((unit) => this.fulfil(unit, principal, providerName, notification, items, null));
       }
@@ -589,7 +590,7 @@ export class PaymentService {
       if (outcome === 'duplicate') throw new AppError('internal_error', 'unreachable: no event id was given');
       return outcome;
     }
-    const items = await provider.lineItems(this.apiKey(connection), found.sessionId);
+    const items = (await provider.lineItems(this.apiKey(connection), found.sessionId)) ?? [];
     return this.units.run((unit) => apply(unit, items, null));
   }
 

@@ -73,9 +73,10 @@ const FORM_LIMIT = 4096;
  * Where the portal's offer and "Manage subscription" forms send the customer (a 303 to the
  * provider's hosted Checkout or billing portal): the page's CSP must let its forms redirect there,
  * or the browser stops at the portal. A provider added later adds its hosted pages' origin here
- * (Polar's checkout and customer portal are on polar.sh, and sandbox.polar.sh for sandbox organizations).
+ * (Lemon Squeezy's checkout and customer portal are on each store's own {store}.lemonsqueezy.com;
+ * Polar's on polar.sh, and sandbox.polar.sh for sandbox organizations).
  */
-const PROVIDER_PAGES = ['https://checkout.stripe.com', 'https://billing.stripe.com', 'https://polar.sh', 'https://sandbox.polar.sh'];
+const PROVIDER_PAGES = ['https://checkout.stripe.com', 'https://billing.stripe.com', 'https://*.lemonsqueezy.com', 'https://polar.sh', 'https://sandbox.polar.sh'];
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 

@@ -8,6 +8,7 @@ import type { Product } from '../../products/service.ts';
 import { fieldErrors, optional, parseWith, text, whole } from '../forms.ts';
 import { POLAR_NOTICES, polarRoutes, polarSection } from './payments-polar.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen, type ScreenOptions } from '../screen.ts';
+import { LEMONSQUEEZY_NOTICES, lemonSqueezyDashboardRoutes, lemonSqueezySection } from './payments-lemonsqueezy.ts';
 import { actionButton, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, select, table, when } from '../views.ts';
 
 const SECTION = '/dashboard/payments';
@@ -34,13 +35,14 @@ interface PageState {
   status?: number;
   connectForm?: FormState;
   mappingForm?: FormState;
+  lemonSqueezyForm?: FormState;
   polarForm?: FormState;
   notice?: Notice;
 }
 
 async function paymentsPage(req: FastifyRequest, reply: FastifyReply, services: Services, o: PageState = {}) {
   const { principal, viewer } = req.dashboard;
-  const [connection, polar, products] = await Promise.all([services.payments.connection(principal, PROVIDER), services.payments.connection(principal, 'polar'), services.products.list(principal)]);
+  const [connection, lemonSqueezy, polar, products] = await Promise.all([services.payments.connection(principal, PROVIDER), services.payments.connection(principal, 'lemonsqueezy'), services.payments.connection(principal, 'polar'), services.products.list(principal)]);
   const mappings = new Map<string, PriceMapping[]>();
   for (const p of products) mappings.set(p.id, await services.payments.listMappings(principal, p.id));
 
@@ -103,8 +105,8 @@ ${connectPanel}</div>`
 ${formError(mappingForm)}
 ${csrfInput(viewer.csrf)}
 ${select({ name: 'productId', label: 'Product', form: mappingForm, options: products.map((p: Product) => ({ value: p.id, label: p.name })) })}
-${select({ name: 'provider', label: 'Sold through', form: mappingForm, options: [{ value: 'stripe', label: 'Stripe (a price ID)' }, { value: 'polar', label: 'Polar (a product ID)' }] })}
-${input({ name: 'priceId', label: 'Stripe price ID or Polar product ID', form: mappingForm, required: true, hint: 'Stripe: price_… from the product in Stripe. Polar: the product’s ID.', attrs: html` maxlength="255" autocomplete="off"` })}
+${select({ name: 'provider', label: 'Sold through', form: mappingForm, options: [{ value: 'stripe', label: 'Stripe (a price ID)' }, { value: 'lemonsqueezy', label: 'Lemon Squeezy (a variant ID)' }, { value: 'polar', label: 'Polar (a product ID)' }] })}
+${input({ name: 'priceId', label: 'Stripe price ID, Lemon Squeezy variant ID or Polar product ID', form: mappingForm, required: true, hint: 'Stripe: price_… from the product in Stripe. Lemon Squeezy: the variant ID (digits). Polar: the product’s ID.', attrs: html` maxlength="255" autocomplete="off"` })}
 ${input({ name: 'maxDevices', label: 'Devices per unit bought', type: 'number', form: mappingForm, required: true, attrs: html` min="1" max="100000"` })}
 ${select({ name: 'mode', label: 'License', form: mappingForm, options: MODES })}
 ${input({ name: 'offsetDays', label: 'Days until expiry (timed, days after purchase)', type: 'number', form: mappingForm, attrs: html` min="1" max="36500"` })}
@@ -120,6 +122,7 @@ ${input({ name: 'graceDays', label: 'Grace days (subscription: how long a licens
     notice: o.notice,
     content: html`${pageHead('Payments', 'Sell through Stripe: each completed checkout of a mapped price creates a license and e-mails it to the buyer.')}
 <section aria-labelledby="conn-head"><h2 id="conn-head" class="sr-only">Connection</h2>${connectionSection}</section>
+${lemonSqueezySection(SECTION, viewer, lemonSqueezy, o.lemonSqueezyForm)}
 ${polarSection(viewer, polar, o.polarForm ?? emptyForm({ sandbox: undefined }))}
 <section class="spaced" aria-labelledby="prices-title"><h2 id="prices-title">Price mappings</h2>${mappingList}${mappingPanel}</section>
 <p class="spaced">Purchases, their invoices and licenses are on the <a href="${PURCHASES}">Purchases</a> page.</p>`,
@@ -133,6 +136,7 @@ const statusOf = (error: unknown) => (error instanceof AppError && error.statusC
 function mappingBody(f: Record<string, string | undefined>) {
   const mode = f.mode === 'offset' || f.mode === 'fixed' || f.mode === 'subscription' ? f.mode : 'perpetual';
   return {
+    ...((f.provider === 'lemonsqueezy' || f.provider === 'polar') && { provider: f.provider }),
     priceId: text(f.priceId) ?? '',
     maxDevices: whole(f.maxDevices) ?? '',
     licenseType: mode === 'perpetual' ? 'perpetual' : 'timed',
@@ -150,11 +154,13 @@ export const paymentsScreen: Screen = {
     'stripe-disconnected': { tone: 'ok', text: 'Stripe is disconnected: its webhook endpoint is deleted and the key forgotten.' },
     'price-mapped': { tone: 'ok', text: 'Price mapped. Each purchase of it now creates a license.' },
     'price-removed': { tone: 'ok', text: 'Price mapping removed. Purchases of it no longer create licenses.' },
+    ...LEMONSQUEEZY_NOTICES,
     ...POLAR_NOTICES,
   },
   routes: async (app, { services }) => {
     app.get(SECTION, async (req, reply) => paymentsPage(req, reply, services));
     polarRoutes(app, services, (req, reply, o) => paymentsPage(req, reply, services, o));
+    lemonSqueezyDashboardRoutes(app, SECTION, services, (req, reply, o) => paymentsPage(req, reply, services, o));
 
     app.post(`${SECTION}/connect`, async (req, reply) => {
       const f = formOf(req);
@@ -194,8 +200,8 @@ export const paymentsScreen: Screen = {
       const f = formOf(req);
       const productId = (f.productId ?? '').slice(0, 64);
       try {
-        const { licenseType, billing, ...rest } = parseWith(CreateMappingBody, mappingBody(f));
-        await services.payments.addMapping(req.dashboard.principal, productId, f.provider === 'polar' ? 'polar' : PROVIDER, {
+        const { licenseType, billing, provider, ...rest } = parseWith(CreateMappingBody, mappingBody(f));
+        await services.payments.addMapping(req.dashboard.principal, productId, provider ?? PROVIDER, {
           ...rest,
           billing: billing as 'one_time' | 'subscription' | undefined,
           licenseType: licenseType as 'perpetual' | 'timed',

@@ -1,0 +1,342 @@
+import { expect, it } from 'vitest';
+import { call, createLicense, createProduct, createTenant, type Tenant } from '../support/app.ts';
+import { type LsConnected, connectLemonSqueezy, deliverLs, useLemonSqueezyApp } from '../support/lemonsqueezy-double.ts';
+import { outboxFor } from '../support/mail.ts';
+import { licensesOf, purchaseMailsTo, rowCount } from '../support/payments.ts';
+import { forEachStore } from '../support/stores.ts';
+
+const DAY = 86_400_000;
+
+forEachStore('payments: Lemon Squeezy', (kind) => {
+  const p = useLemonSqueezyApp(kind);
+  const { double } = p;
+  let n = 0;
+  const emailOf = () => `ls-buyer${++n}-${Date.now()}@example.com`;
+
+  async function mapVariant(t: Tenant, productId: string, body: Record<string, unknown>) {
+    const res = await call(p.ctx, { method: 'POST', url: `/api/v1/products/${productId}/prices`, headers: t.auth, json: { provider: 'lemonsqueezy', maxDevices: 1, licenseType: 'perpetual', ...body } });
+    if (res.status !== 200) throw new Error(`map: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  }
+
+  /** A tenant connected to a store with a product and one mapped one-time variant. */
+  async function shop(maxDevices = 2) {
+    const t = await createTenant(p.ctx);
+    const c = await connectLemonSqueezy(p, t);
+    const product = await createProduct(p.ctx, t);
+    const variant = double.variant(c.storeId);
+    await mapVariant(t, product.id, { priceId: variant, maxDevices });
+    return { t, c, productId: product.id, variant };
+  }
+
+  const orderEvent = (c: LsConnected, order: ReturnType<typeof double.order>, name = 'order_created', custom?: Record<string, string>) => double.event(c.secret, name, double.orderResource(order), custom);
+
+  it('connects with the key and store: webhook created at Lemon Squeezy, secrets sealed, GET shows it; another tenant sees none', async () => {
+    const t = await createTenant(p.ctx);
+    const account = double.account();
+    const res = await call(p.ctx, { method: 'PUT', url: '/api/v1/payments/lemonsqueezy', headers: t.auth, json: account });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ connected: true, livemode: false, webhookEndpointId: expect.any(String), connectedAt: expect.any(String) });
+    const webhook = double.webhooks.get(res.body.webhookEndpointId)!;
+    expect(webhook.url).toMatch(/\/api\/v1\/payments\/lemonsqueezy\/webhook\/[A-Za-z0-9_]+$/);
+    const row = await p.ctx.store.read.first(p.ctx.store.db.selectFrom('payment_connections').selectAll().where('account_id', '=', t.accountId));
+    expect(JSON.stringify(row)).not.toContain(account.apiKey);
+    expect(JSON.stringify(row)).not.toContain(webhook.secret);
+    expect((await call(p.ctx, { method: 'GET', url: '/api/v1/payments/lemonsqueezy', headers: t.auth })).body).toMatchObject({ connected: true, webhookEndpointId: webhook.id });
+    const other = await createTenant(p.ctx);
+    expect((await call(p.ctx, { method: 'GET', url: '/api/v1/payments/lemonsqueezy', headers: other.auth })).body).toEqual({ connected: false });
+  });
+
+  it('a refused key or a store of another key is a 400, Lemon Squeezy down a 502, bad input a 400: nothing stored', async () => {
+    const t = await createTenant(p.ctx);
+    const before = await rowCount(p.ctx.store, 'payment_connections');
+    const put = (json: unknown) => call(p.ctx, { method: 'PUT', url: '/api/v1/payments/lemonsqueezy', headers: t.auth, json });
+    const refused = await put({ apiKey: 'not_a_real_key_123', storeId: double.account().storeId });
+    expect([refused.status, refused.body.error.code]).toEqual([400, 'invalid_provider_key']);
+    const otherStore = await put({ apiKey: double.account().apiKey, storeId: double.account().storeId });
+    expect([otherStore.status, otherStore.body.error.code]).toEqual([400, 'invalid_request']);
+    for (const json of [{ apiKey: double.account().apiKey }, { apiKey: 'x', storeId: '1' }, { apiKey: double.account().apiKey, storeId: 'abc' }]) {
+      expect((await put(json)).status).toBe(400);
+    }
+    double.failWith = 503;
+    try {
+      const down = await put(double.account());
+      expect([down.status, down.body.error.code]).toEqual([502, 'provider_unavailable']);
+    } finally {
+      double.failWith = null;
+    }
+    expect(await rowCount(p.ctx.store, 'payment_connections')).toBe(before);
+  });
+
+  it('reconnecting replaces the connection and deletes the old webhook (with the old key); disconnecting deletes the webhook and forgets the keys', async () => {
+    const t = await createTenant(p.ctx);
+    const first = await connectLemonSqueezy(p, t);
+    const second = await connectLemonSqueezy(p, t);
+    expect(second.connectionId).not.toBe(first.connectionId);
+    await expect.poll(() => [...double.webhooks.values()].some((w) => w.secret === first.secret), { timeout: 10_000 }).toBe(false);
+    expect(double.requests.filter((r) => r.method === 'DELETE').at(-1)!.key).toBe(first.apiKey);
+    const old = await deliverLs(p.ctx, first.connectionId, orderEvent(first, double.order(first.storeId, { variantId: double.variant(first.storeId), email: emailOf() })));
+    expect(old.status).toBe(404);
+    const res = await call(p.ctx, { method: 'DELETE', url: '/api/v1/payments/lemonsqueezy', headers: t.auth });
+    expect(res.status).toBe(200);
+    expect([...double.webhooks.values()].some((w) => w.secret === second.secret)).toBe(false);
+    expect((await call(p.ctx, { method: 'GET', url: '/api/v1/payments/lemonsqueezy', headers: t.auth })).body).toEqual({ connected: false });
+  });
+
+  it('X-Signature: good is 200; wrong, missing, or another secret is a 400 invalid_signature; a signed non-event a 400 invalid_request; nothing made', async () => {
+    const { t, c, variant } = await shop();
+    const event = orderEvent(c, double.order(c.storeId, { variantId: variant, email: emailOf() }));
+    const cases: Record<string, Record<string, string>> = {
+      wrong: { ...event.headers, 'x-signature': 'ab'.repeat(32) },
+      missing: { 'x-event-name': 'order_created' },
+      notHex: { ...event.headers, 'x-signature': 'zz' },
+      otherSecret: double.event('another_secret', 'order_created', JSON.parse(event.body).data).headers,
+    };
+    for (const [name, headers] of Object.entries(cases)) {
+      const res = await deliverLs(p.ctx, c.connectionId, { body: event.body, headers });
+      expect([res.status, res.body.error?.code], name).toEqual([400, 'invalid_signature']);
+    }
+    expect(await licensesOf(p.ctx.store, t.accountId)).toEqual([]);
+    const { createHmac } = await import('node:crypto');
+    const junk = '{"meta":{}}';
+    const notEvent = await deliverLs(p.ctx, c.connectionId, { body: junk, headers: { 'x-signature': createHmac('sha256', c.secret).update(junk).digest('hex') } });
+    expect([notEvent.status, notEvent.body.error?.code]).toEqual([400, 'invalid_request']);
+    expect((await deliverLs(p.ctx, c.connectionId, event)).status).toBe(200);
+    expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(1);
+  });
+
+  it('order_created: a license per mapped variant (maxDevices × quantity) and the purchase e-mail, through the same fulfilment as Stripe; redelivered x10 at once: one license, one e-mail', async () => {
+    const { t, c, productId, variant } = await shop(2);
+    const email = emailOf();
+    const order = double.order(c.storeId, { variantId: variant, email, quantity: 3, total: 9900 });
+    const event = orderEvent(c, order);
+    const answers = await Promise.all(Array.from({ length: 10 }, () => deliverLs(p.ctx, c.connectionId, event)));
+    expect(answers.map((a) => a.status)).toEqual(Array(10).fill(200));
+    const licenses = await licensesOf(p.ctx.store, t.accountId);
+    expect(licenses.map((l) => [l.product_id, l.max_devices, l.email])).toEqual([[productId, 6, email]]);
+    expect(await purchaseMailsTo(p.ctx.store, email)).toBe(1);
+    const purchases = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth });
+    expect(purchases.body.data).toMatchObject([{ provider: 'lemonsqueezy', sessionId: order.id, status: 'fulfilled', kind: 'new', amountTotal: 9900, currency: 'usd', licenseKeys: [licenses[0]!.key], hasInvoice: true }]);
+    const invoice = await call(p.ctx, { method: 'GET', url: `/api/v1/payments/purchases/${purchases.body.data[0].id}/invoice`, headers: t.auth });
+    expect(invoice.body.hostedInvoiceUrl).toContain(`/my-orders/${order.id}`);
+  });
+
+  it('order_refunded revokes the licenses (a partial refund does not); a refund before its order is remembered', async () => {
+    const { t, c, variant } = await shop();
+    const order = double.order(c.storeId, { variantId: variant, email: emailOf() });
+    await deliverLs(p.ctx, c.connectionId, orderEvent(c, order));
+    order.status = 'refunded';
+    expect((await deliverLs(p.ctx, c.connectionId, orderEvent(c, order, 'order_refunded'))).status).toBe(200);
+    // Not refunded in full (a partial refund): the license stays.
+    expect(Boolean((await licensesOf(p.ctx.store, t.accountId))[0]!.revoked)).toBe(false);
+    order.refunded = true;
+    expect((await deliverLs(p.ctx, c.connectionId, orderEvent(c, order, 'order_refunded'))).status).toBe(200);
+    expect(Boolean((await licensesOf(p.ctx.store, t.accountId))[0]!.revoked)).toBe(true);
+
+    const early = double.order(c.storeId, { variantId: variant, email: emailOf() });
+    early.refunded = true;
+    await deliverLs(p.ctx, c.connectionId, orderEvent(c, early, 'order_refunded'));
+    early.refunded = false;
+    await deliverLs(p.ctx, c.connectionId, orderEvent(c, early));
+    const purchases = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth });
+    expect(purchases.body.data.find((x: { sessionId: string }) => x.sessionId === early.id)).toMatchObject({ status: 'refunded', licenseKeys: [] });
+    expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(1);
+  });
+
+  it('an order of an unmapped variant is kept unmapped; once mapped, fulfilling it reads the order items at Lemon Squeezy again', async () => {
+    const { t, c, productId } = await shop();
+    const later = double.variant(c.storeId);
+    const email = emailOf();
+    const order = double.order(c.storeId, { variantId: later, email });
+    await deliverLs(p.ctx, c.connectionId, orderEvent(c, order));
+    const listed = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth });
+    const purchase = listed.body.data.find((x: { sessionId: string }) => x.sessionId === order.id);
+    expect(purchase).toMatchObject({ status: 'unmapped', licenseKeys: [] });
+    await mapVariant(t, productId, { priceId: later, maxDevices: 4 });
+    const fulfilled = await call(p.ctx, { method: 'POST', url: `/api/v1/payments/purchases/${purchase.id}/fulfil`, headers: t.auth });
+    expect(fulfilled.body).toMatchObject({ status: 'fulfilled', licenseKeys: [expect.any(String)] });
+    expect((await licensesOf(p.ctx.store, t.accountId)).map((l) => l.max_devices)).toEqual([4]);
+    expect(await purchaseMailsTo(p.ctx.store, email)).toBe(1);
+  });
+
+  it('mappings: a variant must exist in the connected store (400 otherwise) and is listed with its provider', async () => {
+    const { t, c, productId, variant } = await shop();
+    const list = await call(p.ctx, { method: 'GET', url: `/api/v1/products/${productId}/prices`, headers: t.auth });
+    expect(list.body).toMatchObject([{ provider: 'lemonsqueezy', priceId: variant }]);
+    const otherStore = double.variant(double.account().storeId);
+    const res = await call(p.ctx, { method: 'POST', url: `/api/v1/products/${productId}/prices`, headers: t.auth, json: { provider: 'lemonsqueezy', priceId: otherStore, maxDevices: 1, licenseType: 'perpetual' } });
+    expect(res.status).toBe(400);
+    const unconnected = await createTenant(p.ctx);
+    const product = await createProduct(p.ctx, unconnected);
+    const none = await call(p.ctx, { method: 'POST', url: `/api/v1/products/${product.id}/prices`, headers: unconnected.auth, json: { provider: 'lemonsqueezy', priceId: double.variant(c.storeId), maxDevices: 1, licenseType: 'perpetual' } });
+    expect([none.status, none.body.error.code]).toEqual([400, 'payments_not_connected']);
+  });
+
+  it("tenant isolation: one tenant's events cannot reach another's connection, nor its orders another's licenses", async () => {
+    const a = await shop();
+    const b = await shop();
+    const order = double.order(a.c.storeId, { variantId: a.variant, email: emailOf() });
+    // Signed with A's secret, sent to B's connection: B's secret does not verify it.
+    const res = await deliverLs(p.ctx, b.c.connectionId, orderEvent(a.c, order));
+    expect([res.status, res.body.error?.code]).toEqual([400, 'invalid_signature']);
+    // A's order of A's variant through A's connection, where B's key cannot read it: B has no license either way.
+    expect((await deliverLs(p.ctx, a.c.connectionId, orderEvent(a.c, order))).status).toBe(200);
+    expect(await licensesOf(p.ctx.store, b.t.accountId)).toEqual([]);
+    expect(await licensesOf(p.ctx.store, a.t.accountId)).toHaveLength(1);
+    // Stripe's route does not take a Lemon Squeezy connection.
+    const stripeRoute = await call(p.ctx, { method: 'POST', url: `/api/v1/payments/stripe/webhook/${a.c.connectionId}`, headers: { 'content-type': 'application/json' }, payload: '{}' });
+    expect(stripeRoute.status).toBe(404);
+  });
+
+  it("a renewal offer sold through Lemon Squeezy: the portal's checkout carries the license key as custom data; its order renews that license, once", async () => {
+    const { t, c, productId } = await shop();
+    const variant = double.variant(c.storeId);
+    const created = await call(p.ctx, { method: 'POST', url: `/api/v1/products/${productId}/offers`, headers: t.auth, json: { kind: 'renewal', name: '1 year', priceId: variant, provider: 'lemonsqueezy', extendDays: 365 } });
+    expect(created.status).toBe(200);
+    const expiry = Date.now() + 10 * DAY;
+    const license = await createLicense(p.ctx, t, productId, { type: 'timed', expiresAt: new Date(expiry).toISOString(), email: 'owner@example.com' });
+    const url = await p.ctx.services.payments.offerCheckout({ email: 'owner@example.com', accountId: t.accountId }, license.key, created.body.id, 'https://portal.example/portal');
+    expect(url).toMatch(new RegExp(`^https://store-${c.storeId}\\.lemonsqueezy\\.com/checkout/`));
+    const checkout = double.checkouts.at(-1)!;
+    expect(checkout).toMatchObject({ variantId: variant, email: 'owner@example.com', custom: { tessera_license_key: license.key, tessera_offer_id: created.body.id } });
+    const order = double.order(c.storeId, { variantId: variant, email: 'owner@example.com' });
+    const event = orderEvent(c, order, 'order_created', checkout.custom);
+    const answers = await Promise.all(Array.from({ length: 5 }, () => deliverLs(p.ctx, c.connectionId, event)));
+    expect(answers.map((a) => a.status)).toEqual(Array(5).fill(200));
+    const view = await call(p.ctx, { method: 'GET', url: '/api/v1/licenses', headers: { ...t.auth, 'license-key': license.key } });
+    expect(Date.parse(view.body.expiresAt)).toBe(expiry + 365 * DAY);
+    const purchases = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth });
+    expect(purchases.body.data.find((x: { sessionId: string }) => x.sessionId === order.id)).toMatchObject({ kind: 'renewal', status: 'fulfilled', licenseKeys: [license.key] });
+  });
+
+  it("the portal's pages let their forms go on to Lemon Squeezy's checkout and customer portal (each store's own subdomain)", async () => {
+    const res = await call(p.ctx, { method: 'GET', url: '/portal' });
+    expect(String(res.headers['content-security-policy'])).toMatch(/form-action [^;]*https:\/\/\*\.lemonsqueezy\.com/);
+  });
+
+  subscriptionCases();
+
+  function subscriptionCases() {
+    /** A tenant with a subscription mapping and a subscription (with its first order) at the double. */
+    async function subscribed(o: { graceDays?: number; quantity?: number; deliver?: boolean } = {}) {
+      const t = await createTenant(p.ctx);
+      const c = await connectLemonSqueezy(p, t);
+      const product = await createProduct(p.ctx, t, { name: 'Cloud Studio' });
+      const variant = double.variant(c.storeId, { subscription: true });
+      await mapVariant(t, product.id, { priceId: variant, billing: 'subscription', licenseType: 'timed', maxDevices: 2, ...(o.graceDays !== undefined && { graceDays: o.graceDays }) });
+      const email = emailOf();
+      const { sub, order } = double.subscription(c.storeId, { variantId: variant, email, quantity: o.quantity });
+      const created = () => double.event(c.secret, 'subscription_created', double.subscriptionResource(sub));
+      const ordered = () => double.event(c.secret, 'order_created', double.orderResource(order));
+      if (o.deliver !== false) {
+        for (const e of [ordered(), created()]) {
+          const res = await deliverLs(p.ctx, c.connectionId, e);
+          if (res.status !== 200) throw new Error(`deliver: ${res.status} ${JSON.stringify(res.body)}`);
+        }
+      }
+      const license = async () => {
+        const rows = await licensesOf(p.ctx.store, t.accountId);
+        if (rows.length !== 1) throw new Error(`expected one license, found ${rows.length}`);
+        return rows[0]!;
+      };
+      const updated = (name = 'subscription_updated') => deliverLs(p.ctx, c.connectionId, double.event(c.secret, name, double.subscriptionResource(sub)));
+      return { t, c, productId: product.id, variant, email, sub, order, created, ordered, license, updated };
+    }
+
+    it('a subscription: order_created leaves it to subscription_created, which makes one linked license (renews_at + grace, maxDevices × quantity), one e-mail, a purchase of kind subscription', async () => {
+      const s = await subscribed({ quantity: 3 });
+      const row = await s.license();
+      expect(row).toMatchObject({ product_id: s.productId, type: 'timed', max_devices: 6, email: s.email });
+      expect(Number(row.expires_at)).toBe(Date.parse(s.sub.renewsAt) + 7 * DAY);
+      expect(await purchaseMailsTo(p.ctx.store, s.email)).toBe(1);
+      const purchases = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: s.t.auth });
+      expect(purchases.body.data).toMatchObject([{ provider: 'lemonsqueezy', kind: 'subscription', status: 'fulfilled', sessionId: s.order.id, licenseKeys: [row.key] }]);
+      const view = await call(p.ctx, { method: 'GET', url: '/api/v1/licenses', headers: { ...s.t.auth, 'license-key': row.key } });
+      expect(view.body.subscription).toMatchObject({ provider: 'lemonsqueezy', id: s.sub.id, status: 'active', cancelAtPeriodEnd: false });
+    });
+
+    it('renewal (subscription_payment_success after renews_at moved on) extends the expiry, no second e-mail', async () => {
+      const s = await subscribed();
+      const next = Date.parse(s.sub.renewsAt) + 30 * DAY;
+      s.sub.renewsAt = new Date(next).toISOString();
+      const res = await deliverLs(p.ctx, s.c.connectionId, double.event(s.c.secret, 'subscription_payment_success', double.invoiceResource(s.sub)));
+      expect(res.status).toBe(200);
+      expect(Number((await s.license()).expires_at)).toBe(next + 7 * DAY);
+      expect(await purchaseMailsTo(p.ctx.store, s.email)).toBe(1);
+    });
+
+    it('the expiry rule: cancelled runs exactly to ends_at; past_due the failed renewal + grace; expired ends at ends_at; resumed runs on', async () => {
+      const s = await subscribed({ graceDays: 3 });
+      const renews = Date.parse(s.sub.renewsAt);
+      const expiry = async () => Number((await s.license()).expires_at);
+      s.sub.status = 'cancelled';
+      s.sub.cancelled = true;
+      s.sub.endsAt = s.sub.renewsAt;
+      await s.updated('subscription_cancelled');
+      expect(await expiry()).toBe(renews);
+      s.sub.status = 'active';
+      s.sub.cancelled = false;
+      s.sub.endsAt = null;
+      await s.updated('subscription_resumed');
+      expect(await expiry()).toBe(renews + 3 * DAY);
+      s.sub.status = 'past_due';
+      await s.updated();
+      expect(await expiry()).toBe(renews + 3 * DAY);
+      const mailsBefore = (await outboxFor(p.ctx.store, s.email)).length;
+      const failedEvent = double.event(s.c.secret, 'subscription_payment_failed', double.invoiceResource(s.sub, 'failed'));
+      for (let i = 0; i < 2; i++) expect((await deliverLs(p.ctx, s.c.connectionId, failedEvent)).status).toBe(200);
+      // One e-mail to the subscriber (where to pay), once per event.
+      expect((await outboxFor(p.ctx.store, s.email)).length).toBe(mailsBefore + 1);
+      expect(await expiry()).toBe(renews + 3 * DAY);
+      s.sub.status = 'expired';
+      s.sub.endsAt = new Date(renews + DAY).toISOString();
+      await s.updated('subscription_expired');
+      expect(await expiry()).toBe(renews + DAY);
+    });
+
+    it('a plan change moves the license to the mapped product keeping its key; a quantity change sets maxDevices', async () => {
+      const s = await subscribed();
+      const before = await s.license();
+      const pro = await createProduct(p.ctx, s.t, { name: 'Cloud Studio Pro' });
+      const proVariant = double.variant(s.c.storeId, { subscription: true });
+      await mapVariant(s.t, pro.id, { priceId: proVariant, billing: 'subscription', licenseType: 'timed', maxDevices: 5 });
+      s.sub.variantId = proVariant;
+      await s.updated();
+      expect(await s.license()).toMatchObject({ key: before.key, product_id: pro.id, max_devices: 5 });
+      s.sub.quantity = 2;
+      await s.updated();
+      expect(await s.license()).toMatchObject({ key: before.key, product_id: pro.id, max_devices: 10 });
+    });
+
+    it('out of order and redelivered x10 at once: subscription events before their subscription_created, stale copies after it, converge on the current state; one license, one e-mail', async () => {
+      const s = await subscribed({ deliver: false });
+      const stale = double.event(s.c.secret, 'subscription_updated', double.subscriptionResource(s.sub));
+      expect((await deliverLs(p.ctx, s.c.connectionId, stale)).status).toBe(200);
+      expect(await licensesOf(p.ctx.store, s.t.accountId)).toHaveLength(0);
+      s.sub.status = 'cancelled';
+      s.sub.cancelled = true;
+      s.sub.endsAt = s.sub.renewsAt;
+      const created = s.created();
+      const ordered = s.ordered();
+      const answers = await Promise.all([
+        ...Array.from({ length: 10 }, () => deliverLs(p.ctx, s.c.connectionId, created)),
+        ...Array.from({ length: 3 }, () => deliverLs(p.ctx, s.c.connectionId, ordered)),
+        ...Array.from({ length: 3 }, () => deliverLs(p.ctx, s.c.connectionId, stale)),
+      ]);
+      expect(answers.map((a) => `${a.status} ${a.status === 200 ? '' : JSON.stringify(a.body)}`)).toEqual(answers.map(() => '200 '));
+      expect(Number((await s.license()).expires_at)).toBe(Date.parse(s.sub.renewsAt));
+      expect(await purchaseMailsTo(p.ctx.store, s.email)).toBe(1);
+      expect(await rowCount(p.ctx.store, 'purchases')).toBeGreaterThan(0);
+      const purchases = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: s.t.auth });
+      expect(purchases.body.data).toHaveLength(1);
+    });
+
+    it("refunding a subscription's first order revokes its license", async () => {
+      const s = await subscribed();
+      s.order.status = 'refunded';
+      s.order.refunded = true;
+      expect((await deliverLs(p.ctx, s.c.connectionId, double.event(s.c.secret, 'order_refunded', double.orderResource(s.order)))).status).toBe(200);
+      expect(Boolean((await s.license()).revoked)).toBe(true);
+    });
+  }
+});

@@ -461,6 +461,22 @@ export class LicenseService {
   }
 
   /**
+   * Moves a timed license's expiry `days` later, counted from its current expiry (an expired license
+   * may stay expired: the operator extends the term, not from today), through the one update (its
+   * event, audit entry and webhooks). A perpetual license has no expiry to move: `'perpetual'`, unchanged.
+   */
+  extendExpiry(principal: Principal, key: string, days: number, outer?: Unit): Promise<'extended' | 'perpetual'> {
+    return this.units.run(async (unit) => {
+      const locked = await this.repo.lock(unit, normalizeLicenseKey(key), principal.accountId);
+      if (!locked) throw notFound('License');
+      const { type, expiresAt } = locked.license;
+      if (type === 'perpetual' || expiresAt === null) return 'perpetual';
+      await this.update(principal, key, { expiresAt: new Date(expiresAt + days * 86_400_000).toISOString() }, unit);
+      return 'extended';
+    }, outer);
+  }
+
+  /**
    * A new key for a leaked one (decisions.md, "Key rotation"): devices, purchases, trial and audit
    * stay with the license; the old key is unknown from then on. `notify` queues the purchase e-mail
    * (which carries the key) to the license's address, in the same unit (400 when it has none).

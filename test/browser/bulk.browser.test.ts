@@ -75,8 +75,14 @@ for (const kind of storeKinds()) {
       expect((await forged).status()).toBe(403);
       expect(await revoked()).toEqual([]);
 
-      // Two ticked, revoke: the confirmation says how many, then only those two change.
+      // "Select all on this page" ticks every row (the script; the server adds the page's keys anyway).
       await page.goto(`${base}/dashboard/licenses`);
+      await page.getByLabel('Select all on this page').check();
+      expect(await page.locator('input[form=bulk][name^="k:"]:checked').count()).toBe(4);
+      await page.getByLabel('Select all on this page').uncheck();
+      expect(await page.locator('input[form=bulk][name^="k:"]:checked').count()).toBe(0);
+
+      // Two ticked, revoke: the confirmation says how many, then only those two change.
       await page.getByLabel(`Select ${a}`).check();
       await page.getByLabel(`Select ${c}`).check();
       await page.getByLabel('Action', { exact: true }).selectOption('revoke');

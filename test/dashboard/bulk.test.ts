@@ -1,5 +1,6 @@
 import { beforeEach, expect, it } from 'vitest';
 import { cliPrincipal } from '../../src/core/principal.ts';
+import { applyBulk } from '../../src/modules/licenses/bulk.ts';
 import { call, createLicense, createProduct, createTenant, type Tenant, useTestApp } from '../support/app.ts';
 import { signIn, textOf, type WebBrowser } from '../support/dashboard.ts';
 import { outboxFor } from '../support/mail.ts';
@@ -84,9 +85,17 @@ forEachStore('dashboard bulk actions', (kind) => {
     expect(await eventsOf(keys[0]!)).toContain('license.updated');
   });
 
+  it('two bulk extends of the same license at once both apply (each change locks the license)', async () => {
+    const owner = cliPrincipal(t.accountId);
+    const [x, y] = await Promise.all([applyBulk(ctx.services.licenses, owner, 'extend', [keys[0]!, keys[1]!], 10), applyBulk(ctx.services.licenses, owner, 'extend', [keys[1]!, keys[0]!], 10)]);
+    expect([x.changed, y.changed]).toEqual([2, 2]);
+    const after = await all();
+    for (const k of [keys[0]!, keys[1]!]) expect(after.get(k)!.expiresAt).toBe(Date.parse(EXPIRY) + 20 * 86_400_000);
+  });
+
   it('deletes the selected licenses and their devices, saying so first', async () => {
     const asked = await post(owner, { action: 'delete', scope: 'selected', ...tick(keys[1]!) });
-    expect(textOf(asked.body)).toContain('This deletes 1 license and their devices');
+    expect(textOf(asked.body)).toContain('This deletes 1 license and its devices');
     const done = await post(owner, { action: 'delete', scope: 'selected', keys: keys[1]!, confirm: 'yes' });
     expect(textOf(done.body)).toContain('Deleted 1 license.');
     expect([...(await all()).keys()].sort()).toEqual([keys[0], keys[2], keys[3]].sort());

@@ -107,7 +107,7 @@ function question(p: Parsed & { choice: BulkAction }): { title: string; text: st
     case 'email':
       return { title: `E-mail the key of ${n}?`, text: `The purchase e-mail with the key is sent again to the customer of ${n}${which}. Licenses without an e-mail address are skipped.`, button: `Send ${p.keys.length === 1 ? '1 e-mail' : `${p.keys.length} e-mails`}` };
     case 'delete':
-      return { title: `Delete ${n}?`, text: `This deletes ${n}${which} and their devices; apps using ${them} stop working. This cannot be undone.`, button: `Delete ${n}` };
+      return { title: `Delete ${n}?`, text: `This deletes ${n}${which} and ${p.keys.length === 1 ? 'its' : 'their'} devices; apps using ${them} stop working. This cannot be undone.`, button: `Delete ${n}` };
   }
 }
 

@@ -36,14 +36,10 @@ type Step = (licenses: LicenseService, principal: Principal, key: string, days: 
 
 const STEPS: Record<BulkAction, Step> = {
   async revoke(licenses, principal, key) {
-    if ((await licenses.get(principal, key)).revoked) return 'already_revoked';
-    await licenses.update(principal, key, { revoked: true });
-    return 'changed';
+    return (await licenses.setRevoked(principal, key, true)) ? 'changed' : 'already_revoked';
   },
   async unrevoke(licenses, principal, key) {
-    if (!(await licenses.get(principal, key)).revoked) return 'not_revoked';
-    await licenses.update(principal, key, { revoked: false });
-    return 'changed';
+    return (await licenses.setRevoked(principal, key, false)) ? 'changed' : 'not_revoked';
   },
   async extend(licenses, principal, key, days) {
     return (await licenses.extendExpiry(principal, key, days)) === 'perpetual' ? 'perpetual' : 'changed';

@@ -461,6 +461,20 @@ export class LicenseService {
   }
 
   /**
+   * Revokes (or restores) in one locked unit through the one update; whether it changed anything
+   * (a bulk action counts a license already so as skipped, without a race between look and change).
+   */
+  setRevoked(principal: Principal, key: string, revoked: boolean, outer?: Unit): Promise<boolean> {
+    return this.units.run(async (unit) => {
+      const locked = await this.repo.lock(unit, normalizeLicenseKey(key), principal.accountId);
+      if (!locked) throw notFound('License');
+      if (locked.license.revoked === revoked) return false;
+      await this.update(principal, key, { revoked }, unit);
+      return true;
+    }, outer);
+  }
+
+  /**
    * Moves a timed license's expiry `days` later, counted from its current expiry (an expired license
    * may stay expired: the operator extends the term, not from today), through the one update (its
    * event, audit entry and webhooks). A perpetual license has no expiry to move: `'perpetual'`, unchanged.

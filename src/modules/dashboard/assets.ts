@@ -93,5 +93,19 @@ form.inline { display: inline-flex; gap: 6px; align-items: center; margin: 0 6px
 }
 `;
 
-/** Copy buttons (the web kit's script). The chart is plain SVG rendered on the server: no script needed. */
-export const DASHBOARD_JS = COPY_JS;
+/**
+ * "Select all on this page" ticks the rows' boxes too. Without JavaScript the server adds the page's
+ * keys itself when that box is ticked (license-bulk.ts), so the script only shows it.
+ */
+const SELECT_PAGE_JS = `
+(function () {
+  var all = document.getElementById('select-page');
+  if (!all) return;
+  all.addEventListener('change', function () {
+    document.querySelectorAll('input[form=bulk][name^="k:"]').forEach(function (box) { box.checked = all.checked; });
+  });
+})();
+`;
+
+/** Copy buttons (the web kit's script) and the list's select-all. The chart is plain SVG rendered on the server: no script needed. */
+export const DASHBOARD_JS = COPY_JS + SELECT_PAGE_JS;

@@ -165,7 +165,7 @@ ${o.extra}
 }
 
 /** A table with header cells; `rows` are already rendered `<tr>`s. */
-export const table = (caption: string, headers: (string | { text: string; className: string })[], rows: SafeHtml[]) =>
+export const table = (caption: string, headers: (string | { text: string | SafeHtml; className: string })[], rows: SafeHtml[]) =>
   html`<div class="table-wrap"><table><caption class="sr-only">${caption}</caption><thead><tr>${headers.map((h) =>
     typeof h === 'string' ? html`<th scope="col">${h}</th>` : html`<th scope="col" class="${h.className}">${h.text}</th>`,
   )}</tr></thead><tbody>${rows}</tbody></table></div>`;

@@ -461,6 +461,36 @@ export class LicenseService {
   }
 
   /**
+   * Revokes (or restores) in one locked unit through the one update; whether it changed anything
+   * (a bulk action counts a license already so as skipped, without a race between look and change).
+   */
+  setRevoked(principal: Principal, key: string, revoked: boolean, outer?: Unit): Promise<boolean> {
+    return this.units.run(async (unit) => {
+      const locked = await this.repo.lock(unit, normalizeLicenseKey(key), principal.accountId);
+      if (!locked) throw notFound('License');
+      if (locked.license.revoked === revoked) return false;
+      await this.update(principal, key, { revoked }, unit);
+      return true;
+    }, outer);
+  }
+
+  /**
+   * Moves a timed license's expiry `days` later, counted from its current expiry (an expired license
+   * may stay expired: the operator extends the term, not from today), through the one update (its
+   * event, audit entry and webhooks). A perpetual license has no expiry to move: `'perpetual'`, unchanged.
+   */
+  extendExpiry(principal: Principal, key: string, days: number, outer?: Unit): Promise<'extended' | 'perpetual'> {
+    return this.units.run(async (unit) => {
+      const locked = await this.repo.lock(unit, normalizeLicenseKey(key), principal.accountId);
+      if (!locked) throw notFound('License');
+      const { type, expiresAt } = locked.license;
+      if (type === 'perpetual' || expiresAt === null) return 'perpetual';
+      await this.update(principal, key, { expiresAt: new Date(expiresAt + days * 86_400_000).toISOString() }, unit);
+      return 'extended';
+    }, outer);
+  }
+
+  /**
    * A new key for a leaked one (decisions.md, "Key rotation"): devices, purchases, trial and audit
    * stay with the license; the old key is unknown from then on. `notify` queues the purchase e-mail
    * (which carries the key) to the license's address, in the same unit (400 when it has none).

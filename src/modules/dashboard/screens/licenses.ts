@@ -2,16 +2,19 @@ import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isWellFormedLicenseKey, normalizeLicenseKey } from '../../../core/license-key.ts';
 import { licenseStatus, type LicenseStatus } from '../../../core/license-status.ts';
-import { notFound } from '../../../core/errors.ts';
+import { AppError, notFound } from '../../../core/errors.ts';
+import type { Principal } from '../../../core/principal.ts';
+import { permits } from '../../../core/access.ts';
 import { parseTimestamp } from '../../../core/time.ts';
 import { html, type SafeHtml } from '../../../http/html.ts';
 import type { Notice } from '../../../http/web/notice.ts';
 import { CreateLicenseBody, UpdateLicenseBody } from '../../licenses/schemas.ts';
 import { type LicenseSearchQuery, resolveExpiry } from '../../licenses/service.ts';
-import type { LicenseRecord } from '../../licenses/types.ts';
+import type { LicenseRecord, LicenseSummary } from '../../licenses/types.ts';
 import type { Product } from '../../products/service.ts';
 import { checked, fieldErrors, mergeIssues, nullable, parseWith, whole } from '../forms.ts';
 import { auditSection } from './license-audit.ts';
+import { bulkAction, BULK_PATH, bulkForm, pageCheckbox, queryOf, rowCheckbox } from './license-bulk.ts';
 import { deviceColumns, MODEL_NOTICES, modelFacts, modelForm, modelSection, rotateKey, saveModel, showsLeases } from './license-model.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen, type ScreenOptions } from '../screen.ts';
 import { actionButton, checkbox, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, select, table, when } from '../views.ts';
@@ -43,12 +46,6 @@ function searchOf(q: ListQuery): LicenseSearchQuery {
     before: q.before?.slice(0, 512) || undefined,
   };
 }
-
-const queryString = (q: Record<string, string | undefined>) => {
-  const params = new URLSearchParams(Object.entries(q).filter((e): e is [string, string] => Boolean(e[1])));
-  const s = params.toString();
-  return s ? `?${s}` : '';
-};
 
 /** "1,234 licenses", or "More than 10,000 licenses" past the count's cap (LicenseService.count). */
 const totalText = (t: { count: number; capped: boolean }) =>
@@ -211,37 +208,21 @@ ${audit}`,
   });
 }
 
-export const licensesScreen: Screen = {
-  area: 'licenses',
-  nav: { label: 'Licenses', href: SECTION },
-  notices: {
-    'license-created': { tone: 'ok', text: 'License created.' },
-    'license-created-mailed': { tone: 'ok', text: 'License created. The purchase e-mail is on its way.' },
-    'license-saved': { tone: 'ok', text: 'Changes saved.' },
-    'license-revoked': { tone: 'ok', text: 'License revoked. Apps using it stop working at their next validation.' },
-    'license-unrevoked': { tone: 'ok', text: 'License restored.' },
-    'license-deleted': { tone: 'ok', text: 'License deleted.' },
-    'device-removed': { tone: 'ok', text: 'Device removed. Its slot is free again.' },
-    'devices-reset': { tone: 'ok', text: 'All devices removed.' },
-    'subscription-unlinked': { tone: 'ok', text: 'Unlinked: the subscription no longer changes this license.' },
-    'email-sent': { tone: 'ok', text: 'The purchase e-mail is on its way.' },
-    ...MODEL_NOTICES,
-  },
-  routes: async (app, { services }) => {
-    app.get<{ Querystring: ListQuery }>(SECTION, async (req, reply) => {
+/** The list: search, filters, a page of licenses with their checkboxes, the bulk bar and the pager. */
+async function listPage(req: FastifyRequest, reply: FastifyReply, services: Services, query: ListQuery, o: { status?: number; notice?: Notice; bulk?: FormState } = {}) {
       const { principal } = req.dashboard;
       const products = await services.products.list(principal);
       const byId = new Map(products.map((p) => [p.id, p]));
-      const search = searchOf(req.query);
+      const search = searchOf(query);
       const [page, total] = await Promise.all([services.licenses.search(principal, { ...search, limit: PAGE_SIZE }), services.licenses.count(principal, search)]);
       const now = services.clock();
-      const filters = { q: req.query.q, product: search.productId, status: search.status, sort: search.sort };
+      const filters = { q: query.q, product: search.productId, status: search.status, sort: search.sort };
       const form = emptyForm(filters);
       const filtered = Boolean(search.query || search.productId || search.status);
       const head = pageHead(
         'Licenses',
         'Find a license by a piece of its key, the customer\'s e-mail address (a domain like @acme.com works) or a device\'s identifier or name.',
-        html`<a class="button" href="${SECTION}/new${search.productId ? `?product=${search.productId}` : ''}">New license</a><a class="button secondary" href="${SECTION}/export.csv${queryString(filters)}">Export CSV</a>`,
+        html`<a class="button" href="${SECTION}/new${search.productId ? `?product=${search.productId}` : ''}">New license</a><a class="button secondary" href="${SECTION}/export.csv${queryOf(filters)}">Export CSV</a>`,
       );
       const filterForm = html`<form class="filters" method="get" action="${SECTION}" role="search">
 ${input({ name: 'q', label: 'Key, e-mail or device', type: 'search', form, wide: true, attrs: html` maxlength="254"`, hint: 'Three characters or more find any part; one or two, the start of a key.' })}
@@ -259,49 +240,94 @@ ${select({ name: 'sort', label: 'Order', form, options: [...SORTS] })}
               ? emptyState('No license matches. Check the key or address, or clear the filters.', html`<a class="button secondary" href="${SECTION}">Show all licenses</a>`)
               : emptyState('No licenses yet. Create one by hand, or let your store create them through the API.', html`<a class="button" href="${SECTION}/new">Create a license</a>`);
       } else {
+        // The checkboxes and the bulk bar only for who may change licenses (the server checks again).
+        const bulk = permits(req.dashboard.viewer.access, 'licenses', 'write');
         body = html`${table(
           'Licenses',
-          ['Key', 'Customer', { text: 'Product', className: 'hide-phone' }, 'Status', { text: 'Devices', className: 'num' }, { text: 'Expires', className: 'hide-phone' }, { text: 'Created', className: 'hide-phone' }],
+          [...(bulk ? [{ text: pageCheckbox, className: 'select' }] : []), 'Key', 'Customer', { text: 'Product', className: 'hide-phone' }, 'Status', { text: 'Devices', className: 'num' }, { text: 'Expires', className: 'hide-phone' }, { text: 'Created', className: 'hide-phone' }],
           page.data.map(
             (l) =>
-              html`<tr><td><a class="key-text" href="${path(l.key)}">${l.key}</a></td><td>${l.email ?? '—'}</td><td class="hide-phone">${byId.get(l.productId)?.name ?? l.productId}</td><td>${badge(
+              html`<tr>${bulk ? html`<td class="select">${rowCheckbox(l.key)}</td>` : ''}<td><a class="key-text" href="${path(l.key)}">${l.key}</a></td><td>${l.email ?? '—'}</td><td class="hide-phone">${byId.get(l.productId)?.name ?? l.productId}</td><td>${badge(
                 statusOf(l, byId, now),
               )}</td><td class="num">${l.activeDeviceCount} / ${l.maxDevices}</td><td class="hide-phone">${when(l.expiresAt)}</td><td class="hide-phone">${when(l.createdAt)}</td></tr>`,
           ),
         )}
 <div class="pager"><p class="hint" id="license-count">${totalText(total)}</p>${
-          search.cursor || search.before ? html`<a href="${SECTION}${queryString(filters)}">First page</a>` : ''
-        }${page.prevCursor ? html`<a class="button secondary" rel="prev" href="${SECTION}${queryString({ ...filters, before: page.prevCursor })}">Previous page</a>` : ''}${
-          page.nextCursor ? html`<a class="button secondary" rel="next" href="${SECTION}${queryString({ ...filters, cursor: page.nextCursor })}">Next page</a>` : ''
-        }</div>`;
+          search.cursor || search.before ? html`<a href="${SECTION}${queryOf(filters)}">First page</a>` : ''
+        }${page.prevCursor ? html`<a class="button secondary" rel="prev" href="${SECTION}${queryOf({ ...filters, before: page.prevCursor })}">Previous page</a>` : ''}${
+          page.nextCursor ? html`<a class="button secondary" rel="next" href="${SECTION}${queryOf({ ...filters, cursor: page.nextCursor })}">Next page</a>` : ''
+        }</div>
+${bulk ? bulkForm({ csrf: req.dashboard.viewer.csrf, pageKeys: page.data.map((l) => l.key), filters, total: totalText(total), form: o.bulk ?? emptyForm({ scope: 'selected' }) }) : ''}`;
       }
-      return render(req, reply, { title: 'Licenses', section: SECTION, content: html`${head}${filterForm}${body}` });
+      return render(req, reply, { status: o.status, notice: o.notice, title: 'Licenses', section: SECTION, content: html`${head}${filterForm}${body}` });
+}
+
+/** Licenses as CSV rows, streamed a batch at a time (memory stays flat whatever the count). */
+async function sendCsv(req: FastifyRequest, reply: FastifyReply, services: Services, batches: AsyncIterable<LicenseSummary[]>) {
+  const products = await services.products.list(req.dashboard.principal);
+  const byId = new Map(products.map((p) => [p.id, p]));
+  const now = services.clock();
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  async function* rows() {
+    yield `${CSV_HEADER.join(',')}\r\n`;
+    for await (const batch of batches) {
+      let chunk = '';
+      for (const l of batch) {
+        chunk += `${[l.key, l.productId, byId.get(l.productId)?.name ?? '', l.email, l.type, statusOf(l, byId, now), iso(l.expiresAt), l.maxDevices, l.activeDeviceCount, iso(l.createdAt)].map(csvCell).join(',')}\r\n`;
+      }
+      yield chunk;
+    }
+  }
+  const stamp = new Date(now).toISOString().slice(0, 10);
+  return reply
+    .type('text/csv; charset=utf-8')
+    .header('content-disposition', `attachment; filename="licenses-${stamp}.csv"`)
+    .send(Readable.from(rows()));
+}
+
+/** The selected licenses of the caller's account, one at a time; another account's or an unknown key is left out. */
+async function* selected(services: Services, principal: Principal, keys: readonly string[]): AsyncGenerator<LicenseSummary[]> {
+  for (const key of keys) {
+    const found = await services.licenses.getWithDevicePage(principal, key, { offset: 0, limit: 0 }).catch((error: unknown) => {
+      if (error instanceof AppError && error.code === 'not_found') return undefined;
+      throw error;
     });
+    if (found) yield [{ ...found.license, activeDeviceCount: found.total }];
+  }
+}
+
+export const licensesScreen: Screen = {
+  area: 'licenses',
+  nav: { label: 'Licenses', href: SECTION },
+  notices: {
+    'license-created': { tone: 'ok', text: 'License created.' },
+    'license-created-mailed': { tone: 'ok', text: 'License created. The purchase e-mail is on its way.' },
+    'license-saved': { tone: 'ok', text: 'Changes saved.' },
+    'license-revoked': { tone: 'ok', text: 'License revoked. Apps using it stop working at their next validation.' },
+    'license-unrevoked': { tone: 'ok', text: 'License restored.' },
+    'license-deleted': { tone: 'ok', text: 'License deleted.' },
+    'device-removed': { tone: 'ok', text: 'Device removed. Its slot is free again.' },
+    'devices-reset': { tone: 'ok', text: 'All devices removed.' },
+    'subscription-unlinked': { tone: 'ok', text: 'Unlinked: the subscription no longer changes this license.' },
+    'email-sent': { tone: 'ok', text: 'The purchase e-mail is on its way.' },
+    ...MODEL_NOTICES,
+  },
+  routes: async (app, { services }) => {
+    app.get<{ Querystring: ListQuery }>(SECTION, async (req, reply) => listPage(req, reply, services, req.query));
 
     app.get<{ Querystring: ListQuery }>(`${SECTION}/export.csv`, async (req, reply) => {
-      const { principal } = req.dashboard;
-      const products = await services.products.list(principal);
-      const byId = new Map(products.map((p) => [p.id, p]));
       const { cursor: _ignored, before: _also, ...search } = searchOf(req.query);
-      const now = services.clock();
-      const batches = services.licenses.exportAll(principal, search);
-      async function* rows() {
-        yield `${CSV_HEADER.join(',')}\r\n`;
-        for await (const batch of batches) {
-          let chunk = '';
-          for (const l of batch) {
-            const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-            chunk += `${[l.key, l.productId, byId.get(l.productId)?.name ?? '', l.email, l.type, statusOf(l, byId, now), iso(l.expiresAt), l.maxDevices, l.activeDeviceCount, iso(l.createdAt)].map(csvCell).join(',')}\r\n`;
-          }
-          yield chunk;
-        }
-      }
-      const stamp = new Date(now).toISOString().slice(0, 10);
-      return reply
-        .type('text/csv; charset=utf-8')
-        .header('content-disposition', `attachment; filename="licenses-${stamp}.csv"`)
-        .send(Readable.from(rows()));
+      return sendCsv(req, reply, services, services.licenses.exportAll(req.dashboard.principal, search));
     });
+
+    // A bulk action on the ticked rows or the whole filtered list (license-bulk.ts); export answers the CSV of the selection.
+    app.post(BULK_PATH, async (req, reply) =>
+      bulkAction(req, reply, services, {
+        listPage: (rq, rp, query, o) => listPage(rq, rp, services, query, o),
+        search: searchOf,
+        exportCsv: (rq, rp, keys) => sendCsv(rq, rp, services, selected(services, rq.dashboard.principal, keys)),
+      }),
+    );
 
     const newPage = async (req: FastifyRequest, reply: FastifyReply, form: FormState, status = 200) => {
       const products = await services.products.list(req.dashboard.principal);

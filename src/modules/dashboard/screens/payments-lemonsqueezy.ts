@@ -5,7 +5,8 @@ import { lemonSqueezyCredential } from '../../payments/lemonsqueezy.ts';
 import { ConnectLemonSqueezyBody } from '../../payments/lemonsqueezy-routes.ts';
 import type { Connection } from '../../payments/types.ts';
 import { fieldErrors, parseWith, text } from '../forms.ts';
-import { askFirst, confirmed, formOf, redirectWith, type ScreenOptions } from '../screen.ts';
+import { formOf, redirectWith, type ScreenOptions } from '../screen.ts';
+import { disconnectRoute } from './payment-disconnect.ts';
 import { actionButton, csrfInput, emptyForm, type FormState, formError, input, type Viewer, when } from '../views.ts';
 
 /** The Lemon Squeezy part of the payments screen (payments.ts): its connection card and connect form. */
@@ -63,18 +64,5 @@ export function lemonSqueezyDashboardRoutes(app: FastifyInstance, section: strin
     }
   });
 
-  app.post(`${section}/lemonsqueezy/disconnect`, async (req, reply) => {
-    if (!confirmed(req)) {
-      return askFirst(req, reply, {
-        section,
-        title: 'Disconnect Lemon Squeezy?',
-        text: 'The webhook at Lemon Squeezy is deleted and the key forgotten: orders stop creating licenses until you connect again. Existing licenses stay.',
-        action: `${section}/lemonsqueezy/disconnect`,
-        button: 'Disconnect Lemon Squeezy',
-        cancel: section,
-      });
-    }
-    await services.payments.disconnect(req.dashboard.principal, PROVIDER);
-    return redirectWith(reply, section, 'lemonsqueezy-disconnected');
-  });
+  disconnectRoute(app, services, { section, path: `${section}/lemonsqueezy/disconnect`, provider: PROVIDER, label: 'Lemon Squeezy', stops: 'orders', notice: 'lemonsqueezy-disconnected' });
 }

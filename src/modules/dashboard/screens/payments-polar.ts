@@ -6,7 +6,8 @@ import { polarCredential } from '../../payments/polar.ts';
 import { ConnectPolarBody } from '../../payments/polar-routes.ts';
 import type { Connection } from '../../payments/types.ts';
 import { checked, fieldErrors, parseWith, text } from '../forms.ts';
-import { askFirst, confirmed, formOf, redirectWith, type ScreenOptions } from '../screen.ts';
+import { formOf, redirectWith, type ScreenOptions } from '../screen.ts';
+import { disconnectRoute } from './payment-disconnect.ts';
 import { actionButton, checkbox, csrfInput, type FormState, formError, input, type Viewer, when } from '../views.ts';
 
 /** The payments screen's Polar part: its connection card and form, and their routes (payments.ts places them). */
@@ -63,18 +64,5 @@ export function polarRoutes(app: FastifyInstance, services: ScreenOptions['servi
     }
   });
 
-  app.post(`${SECTION}/polar/disconnect`, async (req, reply) => {
-    if (!confirmed(req)) {
-      return askFirst(req, reply, {
-        section: SECTION,
-        title: 'Disconnect Polar?',
-        text: 'The webhook endpoint at Polar is deleted and the token forgotten: orders stop creating licenses until you connect again. Existing licenses stay.',
-        action: `${SECTION}/polar/disconnect`,
-        button: 'Disconnect Polar',
-        cancel: SECTION,
-      });
-    }
-    await services.payments.disconnect(req.dashboard.principal, POLAR);
-    return redirectWith(reply, SECTION, 'polar-disconnected');
-  });
+  disconnectRoute(app, services, { section: SECTION, path: `${SECTION}/polar/disconnect`, provider: POLAR, label: 'Polar', stops: 'orders', notice: 'polar-disconnected' });
 }

@@ -7,6 +7,7 @@ import type { PriceMapping } from '../../payments/types.ts';
 import type { Product } from '../../products/service.ts';
 import { fieldErrors, optional, parseWith, text, whole } from '../forms.ts';
 import { POLAR_NOTICES, polarRoutes, polarSection } from './payments-polar.ts';
+import { disconnectRoute } from './payment-disconnect.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen, type ScreenOptions } from '../screen.ts';
 import { LEMONSQUEEZY_NOTICES, lemonSqueezyDashboardRoutes, lemonSqueezySection } from './payments-lemonsqueezy.ts';
 import { actionButton, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, select, table, when } from '../views.ts';
@@ -181,20 +182,7 @@ export const paymentsScreen: Screen = {
       }
     });
 
-    app.post(`${SECTION}/disconnect`, async (req, reply) => {
-      if (!confirmed(req)) {
-        return askFirst(req, reply, {
-          section: SECTION,
-          title: 'Disconnect Stripe?',
-          text: 'The webhook endpoint at Stripe is deleted and the key forgotten: purchases stop creating licenses until you connect again. Existing licenses stay.',
-          action: `${SECTION}/disconnect`,
-          button: 'Disconnect Stripe',
-          cancel: SECTION,
-        });
-      }
-      await services.payments.disconnect(req.dashboard.principal, PROVIDER);
-      return redirectWith(reply, SECTION, 'stripe-disconnected');
-    });
+    disconnectRoute(app, services, { section: SECTION, path: `${SECTION}/disconnect`, provider: PROVIDER, label: 'Stripe', stops: 'purchases', notice: 'stripe-disconnected' });
 
     app.post(`${SECTION}/prices`, async (req, reply) => {
       const f = formOf(req);

@@ -83,8 +83,7 @@ async function seedShop(target: { databaseUrl?: string; dataDir: string }): Prom
     }
     // SQLite's search index follows writes in batches (sqlite-search-index.ts): index the seed before
     // measuring, as a server does within a minute of a bulk import.
-    const searchIndex = (store as { searchIndex?: SearchIndexer }).searchIndex;
-    if (searchIndex) while (await searchIndex.runOnce());
+    await (store as { searchIndex?: SearchIndexer }).searchIndex?.catchUp();
     return { email: 'customer7@example.com', keys };
   } finally {
     await store.close();

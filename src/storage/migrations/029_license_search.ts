@@ -31,6 +31,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     sql`CREATE TABLE license_search (id INTEGER PRIMARY KEY AUTOINCREMENT, license_key TEXT NOT NULL, device TEXT NOT NULL, body TEXT NOT NULL)`,
     sql`CREATE UNIQUE INDEX license_search_source ON license_search (license_key, device)`,
     sql`CREATE VIRTUAL TABLE license_search_fts USING fts5(body, content='license_search', content_rowid='id', tokenize='trigram')`,
+    // No merges inside the indexer's inserts (one of a large index holds the writer for hundreds of
+    // milliseconds); the indexer does a bounded amount of merge work per batch instead.
+    sql`INSERT INTO license_search_fts (license_search_fts, rank) VALUES ('automerge', 0)`,
     // The index holds the rows up to `indexed_through`; the indexer (sqlite-search-index.ts) adds the
     // rest in batches. Rows are never updated (a change is a delete and an insert), so a deleted row's
     // body is the one indexed: its tombstone lets the indexer take it out of the index.

@@ -98,5 +98,37 @@ for (const kind of storeKinds()) {
       await page.getByRole('link', { name: 'Back to the licenses' }).click();
       expect(await page.locator('.badge.revoked').count()).toBe(2);
     }, BROWSER_CASE_TIMEOUT);
+
+    it('extends once: a second click on the confirmation posts nothing, and reloading the result repeats nothing', async () => {
+      const base = running!.baseUrl;
+      const b = keys[1]!;
+      const expiry = async () => (await running!.services.licenses.get(cliPrincipal(accountId), b)).expiresAt;
+      const before = await expiry();
+      await page.goto(`${base}/dashboard/licenses`);
+      await page.getByLabel(`Select ${b}`).check();
+      await page.getByLabel('Action', { exact: true }).selectOption('extend');
+      await page.getByLabel('Days (for extend)').fill('10');
+      await page.getByRole('button', { name: 'Apply…' }).click();
+      expect(await heading()).toBe('Extend 1 license by 10 days?');
+      // A slow server: the second click comes while the first post waits for its answer.
+      let posts = 0;
+      await page.route('**/dashboard/licenses/bulk', async (route) => {
+        posts += 1;
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        await route.continue();
+      });
+      // Both clicks inside the page (Playwright waits for a pending navigation before acting again).
+      await page.getByRole('button', { name: 'Extend 1 license' }).evaluate((b) => {
+        (b as HTMLButtonElement).click();
+        setTimeout(() => (b as HTMLButtonElement).click(), 100);
+      });
+      await page.waitForURL(/\/dashboard\/licenses\/bulk\/done\?/);
+      expect(await page.locator('#bulk-outcome').textContent()).toBe('Extended 1 license.');
+      await page.reload();
+      expect(await page.locator('#bulk-outcome').textContent()).toBe('Extended 1 license.');
+      expect(posts).toBe(1);
+      expect(await expiry()).toBe(before! + 10 * 86_400_000);
+      await page.unroute('**/dashboard/licenses/bulk');
+    }, BROWSER_CASE_TIMEOUT);
   });
 }

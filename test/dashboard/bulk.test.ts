@@ -30,7 +30,12 @@ forEachStore('dashboard bulk actions', (kind) => {
     return new Map(list.map((l) => [l.key, l]));
   };
   const tick = (...ks: string[]) => Object.fromEntries(ks.map((k) => [`k:${k}`, 'on']));
-  const post = (b: WebBrowser, form: Record<string, string>) => b.request('POST', '/dashboard/licenses/bulk', { csrf: form.csrf ?? b.csrf, ...form });
+  /** Posts the bulk form; a confirmed action answers 303 to its result page, which this follows. */
+  const post = async (b: WebBrowser, form: Record<string, string>) => {
+    const res = await b.request('POST', '/dashboard/licenses/bulk', { csrf: form.csrf ?? b.csrf, ...form });
+    const location = res.headers.location;
+    return res.status === 303 && typeof location === 'string' && location.startsWith('/dashboard/licenses/bulk/done?') ? b.request('GET', location) : res;
+  };
   const eventsOf = async (key: string) =>
     ((await call(ctx, { method: 'GET', url: `/api/v1/events?licenseKey=${key}`, headers: t.auth })).body.data as { type: string }[]).map((e) => e.type);
 
@@ -83,6 +88,31 @@ forEachStore('dashboard bulk actions', (kind) => {
     expect(after.get(keys[1]!)!.expiresAt).toBe(Date.parse(EXPIRY));
     expect(after.get(perpetual)!.expiresAt).toBeNull();
     expect(await eventsOf(keys[0]!)).toContain('license.updated');
+  });
+
+  it('answers a confirmed action with a redirect to its result: reloading the result repeats nothing', async () => {
+    const res = await owner.request('POST', '/dashboard/licenses/bulk', { csrf: owner.csrf, action: 'extend', days: '30', scope: 'selected', keys: keys[0]!, q: 'buyer0', confirm: 'yes' });
+    expect(res.status).toBe(303);
+    const location = String(res.headers.location);
+    expect(location).toMatch(/^\/dashboard\/licenses\/bulk\/done\?/);
+    for (let i = 0; i < 3; i++) {
+      const page = await owner.request('GET', location);
+      expect(page.status).toBe(200);
+      expect(textOf(page.body)).toContain('Extended 1 license.');
+      expect(page.body).toContain('href="/dashboard/licenses?q=buyer0"');
+    }
+    expect((await all()).get(keys[0]!)!.expiresAt).toBe(Date.parse(EXPIRY) + 30 * 86_400_000);
+    expect((await outboxFor(ctx.store, 'buyer0@example.com')).filter((m) => m.kind === 'purchase')).toHaveLength(0);
+  });
+
+  it('the result page shows only counts: text in its URL is never shown, an unknown action leads back to the list', async () => {
+    const forged = await owner.request('GET', '/dashboard/licenses/bulk/done?done=revoke&changed=<b>9</b>&skipped=pwned:3,already_revoked:2&failed=x');
+    expect(textOf(forged.body)).toContain('Revoked 0 licenses. Skipped 2: 2 already revoked.');
+    expect(forged.body).not.toContain('pwned');
+    expect(forged.body).not.toContain('<b>9');
+    const unknown = await owner.request('GET', '/dashboard/licenses/bulk/done?done=nuke&product=p1');
+    expect(unknown.status).toBe(303);
+    expect(unknown.headers.location).toBe('/dashboard/licenses?product=p1');
   });
 
   it('two bulk extends of the same license at once both apply (each change locks the license)', async () => {

@@ -107,5 +107,26 @@ const SELECT_PAGE_JS = `
 })();
 `;
 
-/** Copy buttons (the web kit's script) and the list's select-all. The chart is plain SVG rendered on the server: no script needed. */
-export const DASHBOARD_JS = COPY_JS + SELECT_PAGE_JS;
+/**
+ * A confirmation's button sends once: a double click would otherwise post twice (a bulk extend would
+ * extend twice). The form's own navigation replaces the page; without JavaScript the browser's own
+ * "resubmit?" warning is the guard.
+ */
+const SUBMIT_ONCE_JS = `
+(function () {
+  var forms = document.querySelectorAll('form[data-once]');
+  var buttons = function (form, off) { form.querySelectorAll('button[type=submit]').forEach(function (b) { b.disabled = off; }); };
+  forms.forEach(function (form) {
+    form.addEventListener('submit', function (event) {
+      if (form.dataset.sent) { event.preventDefault(); return; }
+      form.dataset.sent = 'yes';
+      setTimeout(function () { buttons(form, true); }, 0); // after the browser has taken the form's data
+    });
+  });
+  // Back to this page from the browser's cache: the form may be sent again on purpose.
+  window.addEventListener('pageshow', function () { forms.forEach(function (form) { delete form.dataset.sent; buttons(form, false); }); });
+})();
+`;
+
+/** Copy buttons (the web kit's script), the list's select-all and the confirmations' single send. The chart is plain SVG rendered on the server: no script needed. */
+export const DASHBOARD_JS = COPY_JS + SELECT_PAGE_JS + SUBMIT_ONCE_JS;

@@ -152,7 +152,7 @@ export function confirmPage(o: {
     viewer: o.viewer,
     section: o.section,
     narrow: true,
-    content: html`<form class="panel" method="post" action="${o.action}">
+    content: html`<form class="panel" method="post" action="${o.action}" data-once>
 <h1>${o.title}</h1>
 <p class="lead">${o.text}</p>
 ${csrfInput(o.viewer.csrf)}

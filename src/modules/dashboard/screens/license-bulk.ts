@@ -146,11 +146,43 @@ export async function bulkAction(
     return askFirst(req, reply, { section: SECTION, ...q, action: BULK_PATH, cancel: listUrl, fields });
   }
   const outcome = await applyBulk(services.licenses, req.dashboard.principal, p.choice, p.keys, p.days);
-  const text = outcomeText(p.choice, outcome);
+  // Post/redirect/get: reloading the outcome page must not apply the action again (an extend or an e-mail would repeat).
+  return reply.redirect(`${DONE_PATH}${queryOf({ ...parsed.filters, ...outcomeQuery(p.choice, outcome) })}`, 303);
+}
+
+export const DONE_PATH = `${BULK_PATH}/done`;
+
+/** The outcome as the result page's query: numbers and fixed names only, never text. */
+function outcomeQuery(choice: BulkAction, o: BulkOutcome): Record<string, string> {
+  const skipped = Object.entries(o.skipped).map(([reason, n]) => `${reason}:${n}`).join(',');
+  return { done: choice, changed: String(o.changed), failed: String(o.failed), ...(skipped ? { skipped } : {}) };
+}
+
+const count = (v: string | undefined) => (/^[0-9]{1,4}$/.test(v ?? '') ? Number(v) : 0);
+
+/** Reads what outcomeQuery wrote; anything else in the URL is ignored (the page shows only counts). */
+function outcomeOf(q: Record<string, string | undefined>): { choice: BulkAction; outcome: BulkOutcome } | undefined {
+  const choice = BULK_ACTIONS.find((a) => a === q.done);
+  if (!choice) return undefined;
+  const skipped: BulkOutcome['skipped'] = {};
+  for (const part of (q.skipped ?? '').split(',')) {
+    const [reason, n] = part.split(':');
+    if (reason && Object.hasOwn(SKIP_TEXT, reason) && count(n) > 0) skipped[reason as SkipReason] = count(n);
+  }
+  return { choice, outcome: { changed: count(q.changed), failed: count(q.failed), skipped } };
+}
+
+/** GET /dashboard/licenses/bulk/done: what the bulk action did, and the way back to the same search. */
+export async function bulkDone(req: FastifyRequest<{ Querystring: Record<string, string | undefined> }>, reply: FastifyReply): Promise<FastifyReply> {
+  const filters = Object.fromEntries(FILTER_FIELDS.map((name) => [name, req.query[name]?.slice(0, 512)]));
+  const listUrl = `${SECTION}${queryOf(filters)}`;
+  const result = outcomeOf(req.query);
+  if (!result) return reply.redirect(listUrl, 303);
+  const text = outcomeText(result.choice, result.outcome);
   return render(req, reply, {
     title: 'Bulk action done',
     section: SECTION,
-    notice: { tone: outcome.failed > 0 ? 'warn' : 'ok', text },
+    notice: { tone: result.outcome.failed > 0 ? 'warn' : 'ok', text },
     content: html`<h1>Bulk action done</h1><p class="lead" id="bulk-outcome">${text}</p><p><a class="button" href="${listUrl}">Back to the licenses</a></p>`,
   });
 }

@@ -14,7 +14,7 @@ import type { LicenseRecord, LicenseSummary } from '../../licenses/types.ts';
 import type { Product } from '../../products/service.ts';
 import { checked, fieldErrors, mergeIssues, nullable, parseWith, whole } from '../forms.ts';
 import { auditSection } from './license-audit.ts';
-import { bulkAction, BULK_PATH, bulkForm, pageCheckbox, queryOf, rowCheckbox } from './license-bulk.ts';
+import { bulkAction, bulkDone, BULK_PATH, bulkForm, DONE_PATH, pageCheckbox, queryOf, rowCheckbox } from './license-bulk.ts';
 import { deviceColumns, MODEL_NOTICES, modelFacts, modelForm, modelSection, rotateKey, saveModel, showsLeases } from './license-model.ts';
 import { askFirst, confirmed, formOf, redirectWith, render, type Screen, type ScreenOptions } from '../screen.ts';
 import { actionButton, checkbox, csrfInput, emptyForm, emptyState, type FormState, formError, input, pageHead, select, table, when } from '../views.ts';
@@ -328,6 +328,8 @@ export const licensesScreen: Screen = {
         exportCsv: (rq, rp, keys) => sendCsv(rq, rp, services, selected(services, rq.dashboard.principal, keys)),
       }),
     );
+
+    app.get<{ Querystring: Record<string, string | undefined> }>(DONE_PATH, bulkDone);
 
     const newPage = async (req: FastifyRequest, reply: FastifyReply, form: FormState, status = 200) => {
       const products = await services.products.list(req.dashboard.principal);

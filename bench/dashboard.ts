@@ -224,6 +224,23 @@ async function run(kind: 'sqlite' | 'postgres'): Promise<void> {
       console.log(
         `\nCSV export of all licenses: ${lines - 1} rows, ${(bytes / 1048576).toFixed(0)} MiB in ${seconds.toFixed(1)} s wall, ${(child.cpuSeconds() - cpuBefore).toFixed(1)} s server CPU (first byte after ${firstByteMs.toFixed(0)} ms); server RSS ${before.rssMiB.toFixed(0)} MiB before, peak (VmHWM) ${after.hwmMiB.toFixed(0)} MiB`,
       );
+
+      // The largest bulk action (1,000 timed licenses, as seeded, each its own unit with its audit entry and event), posted as the confirmation does.
+      const form = await (await fetch(`${child.baseUrl}/dashboard/licenses`, { headers: { cookie: jar() } })).text();
+      const formCsrf = /name="csrf" value="([^"]+)"/.exec(form)![1]!;
+      const bulkCpu = child.cpuSeconds();
+      const bulkStarted = performance.now();
+      const bulk = await fetch(`${child.baseUrl}/dashboard/licenses/bulk`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie: jar(), 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ csrf: formCsrf, action: 'extend', days: '1', scope: 'selected', keys: keys.filter((_, i) => i % 10 === 3).slice(0, 1000).join(' '), confirm: 'yes' }),
+      });
+      const outcome = new URL(bulk.headers.get('location') ?? '/', child.baseUrl).searchParams;
+      if (bulk.status !== 303 || outcome.get('changed') === null) throw new Error(`bulk extend: ${bulk.status}`);
+      console.log(
+        `Bulk extend of 1,000 licenses: ${((performance.now() - bulkStarted) / 1000).toFixed(2)} s wall, ${(child.cpuSeconds() - bulkCpu).toFixed(2)} s server CPU (${outcome.get('changed')} changed, ${outcome.get('skipped') ?? 'none'} skipped)`,
+      );
     } finally {
       await child.stop();
     }

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import rateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { SharedCounts } from './rate-limit-counts.ts';
 
 /** The plugin's store contract (`incr` with a Node callback; `child` per route or limiter). */
@@ -139,6 +139,8 @@ function connected(redis: Redis, ms: number): Promise<void> {
 export async function registerRateLimits(app: FastifyInstance, options: RateLimitBackendOptions): Promise<void> {
   let store: (new (params: ChildOptions) => CounterStore) | undefined;
   if (options.redisUrl) {
+    // Loaded only where Redis is configured (start-up time and memory: docs/decisions/lazy-modules.md).
+    const { Redis } = await import('ioredis');
     const redis = new Redis(options.redisUrl, {
       // Fail fast while disconnected (the request is counted in memory) instead of queueing.
       enableOfflineQueue: false,

@@ -1,5 +1,3 @@
-import { PostgresStore } from './postgres.ts';
-import { SqliteStore } from './sqlite.ts';
 import type { Store } from './store.ts';
 
 export interface StoreOptions {
@@ -10,10 +8,13 @@ export interface StoreOptions {
   sqliteMmapBytes?: number;
 }
 
-/** PostgreSQL when a postgres:// URL is given, else the embedded SQLite file in DATA_DIR. */
-export function openStore(options: StoreOptions): Promise<Store> {
-  if (options.databaseUrl) return PostgresStore.open(options.databaseUrl, options.poolSize);
-  return SqliteStore.open(options.dataDir, { mmapBytes: options.sqliteMmapBytes });
+/**
+ * PostgreSQL when a postgres:// URL is given, else the embedded SQLite file in DATA_DIR. Each store's
+ * module (and its driver) is loaded only when chosen (docs/decisions/lazy-modules.md).
+ */
+export async function openStore(options: StoreOptions): Promise<Store> {
+  if (options.databaseUrl) return (await import('./postgres.ts')).PostgresStore.open(options.databaseUrl, options.poolSize);
+  return (await import('./sqlite.ts')).SqliteStore.open(options.dataDir, { mmapBytes: options.sqliteMmapBytes });
 }
 
 export type { Executor, Store } from './store.ts';

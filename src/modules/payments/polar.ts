@@ -1,12 +1,9 @@
 import { timingSafeEqual } from 'node:crypto';
-import { Polar } from '@polar-sh/sdk';
-import { HTTPClientError } from '@polar-sh/sdk/models/errors/httpclienterrors.js';
-import { PolarError } from '@polar-sh/sdk/models/errors/polarerror.js';
-import { ResponseValidationError } from '@polar-sh/sdk/models/errors/responsevalidationerror.js';
-import { SDKValidationError } from '@polar-sh/sdk/models/errors/sdkvalidationerror.js';
+import type { Polar } from '@polar-sh/sdk';
 import type { WebhookEventType } from '@polar-sh/sdk/models/components/webhookeventtype.js';
 import { Webhook } from 'standardwebhooks';
 import { AppError } from '../../core/errors.ts';
+import { loadedPolarSdk, polarSdk } from './polar-sdk.ts';
 import { headerValue, type Invoice, type LineItem, type Notification, type PaymentProvider, type ProviderEndpoint, type Subscription, type SubscriptionStatus, type WebhookHeaders } from './provider.ts';
 
 /** The events the endpoint subscribes to (decisions.md); everything else Polar might send is ignored. */
@@ -62,23 +59,27 @@ const isRecord = (value: unknown): value is Record<string, unknown> => typeof va
 const str = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null);
 const ms = (value: Date | null | undefined): number | null => (value instanceof Date ? value.getTime() : null);
 
+/** Polar's answer status, when the error is one (the SDK is loaded once a call has failed). */
+const statusOf = (error: unknown): number | undefined => {
+  const sdk = loadedPolarSdk();
+  return sdk && error instanceof sdk.PolarError ? error.statusCode : undefined;
+};
+
 /** Polar's answer as the service's error model: a refused token, Polar failing, or a bug. */
 function translate(error: unknown): never {
-  if (error instanceof PolarError && (error.statusCode === 401 || error.statusCode === 403)) {
-    throw new AppError('invalid_provider_key', `Polar refused the access token (${error.statusCode}).`);
-  }
+  const status = statusOf(error);
+  if (status === 401 || status === 403) throw new AppError('invalid_provider_key', `Polar refused the access token (${status}).`);
+  const sdk = loadedPolarSdk();
   if (
-    error instanceof HTTPClientError ||
-    error instanceof SDKValidationError ||
-    error instanceof ResponseValidationError ||
-    (error instanceof PolarError && (error.statusCode >= 500 || error.statusCode === 429))
+    (sdk && (error instanceof sdk.HTTPClientError || error instanceof sdk.SDKValidationError || error instanceof sdk.ResponseValidationError)) ||
+    (status !== undefined && (status >= 500 || status === 429))
   ) {
     throw new AppError('provider_unavailable', 'Polar is unreachable or failed; try again shortly.');
   }
   throw error;
 }
 
-const isMissing = (error: unknown): boolean => error instanceof PolarError && error.statusCode === 404;
+const isMissing = (error: unknown): boolean => statusOf(error) === 404;
 
 /**
  * The license a renewal or upgrade checkout is for: its metadata's `tessera_license_key` (Polar
@@ -99,10 +100,11 @@ export class PolarProvider implements PaymentProvider {
 
   constructor(private readonly options: PolarOptions = {}) {}
 
-  private client(credential: string): { polar: Polar; c: PolarCredential } {
+  private async client(credential: string): Promise<{ polar: Polar; c: PolarCredential }> {
     const c = credentialOf(credential);
     let polar = this.clients.get(credential);
     if (!polar) {
+      const { Polar } = await polarSdk();
       if (this.clients.size >= CLIENT_CACHE_MAX) this.clients.delete(this.clients.keys().next().value!);
       polar = new Polar({
         accessToken: c.accessToken,
@@ -114,8 +116,12 @@ export class PolarProvider implements PaymentProvider {
     return { polar, c };
   }
 
+  private async polar(credential: string): Promise<Polar> {
+    return (await this.client(credential)).polar;
+  }
+
   async connect(credential: string, url: string): Promise<ProviderEndpoint> {
-    const { polar, c } = this.client(credential);
+    const { polar, c } = await this.client(credential);
     try {
       // The token is checked by reading the organization it is meant to act for.
       await polar.organizations.get({ id: c.organizationId });
@@ -135,14 +141,14 @@ export class PolarProvider implements PaymentProvider {
       return { endpointId: endpoint.id, signingSecret: endpoint.secret, livemode: !c.sandbox };
     } catch (error) {
       // Polar refusing the endpoint itself (a BASE_URL it will not call) is the operator's to fix.
-      if (error instanceof PolarError && error.statusCode === 422) throw new AppError('invalid_request', 'Polar refused the webhook endpoint (is BASE_URL a public https address?).');
+      if (statusOf(error) === 422) throw new AppError('invalid_request', 'Polar refused the webhook endpoint (is BASE_URL a public https address?).');
       return translate(error);
     }
   }
 
   async disconnect(credential: string, endpointId: string): Promise<void> {
     try {
-      await this.client(credential).polar.webhooks.deleteWebhookEndpoint({ id: endpointId });
+      await (await this.polar(credential)).webhooks.deleteWebhookEndpoint({ id: endpointId });
     } catch (error) {
       if (isMissing(error)) return;
       translate(error);
@@ -192,7 +198,7 @@ export class PolarProvider implements PaymentProvider {
 
   async lineItems(credential: string, orderId: string): Promise<LineItem[]> {
     try {
-      const order = await this.client(credential).polar.orders.get({ id: orderId });
+      const order = await (await this.polar(credential)).orders.get({ id: orderId });
       // One product per order; seat-based products sell `seats` where Stripe has a quantity.
       return [{ id: order.id, priceId: order.productId, quantity: order.seats ?? 1 }];
     } catch (error) {
@@ -202,29 +208,29 @@ export class PolarProvider implements PaymentProvider {
 
   async priceExists(credential: string, productId: string): Promise<boolean> {
     try {
-      await this.client(credential).polar.products.get({ id: productId });
+      await (await this.polar(credential)).products.get({ id: productId });
       return true;
     } catch (error) {
       // Polar answers 422 for an id that is no UUID: no such product either.
-      if (isMissing(error) || (error instanceof PolarError && error.statusCode === 422)) return false;
+      if (isMissing(error) || (statusOf(error) === 422)) return false;
       return translate(error);
     }
   }
 
   async invoice(credential: string, orderId: string): Promise<Invoice | null> {
     try {
-      const invoice = await this.client(credential).polar.orders.invoice({ id: orderId });
+      const invoice = await (await this.polar(credential)).orders.invoice({ id: orderId });
       return { invoicePdf: invoice.url, hostedInvoiceUrl: null };
     } catch (error) {
       // Not generated yet (Polar makes it on request from the customer portal or POST .../invoice).
-      if (isMissing(error) || (error instanceof PolarError && error.statusCode === 422)) return null;
+      if (isMissing(error) || (statusOf(error) === 422)) return null;
       return translate(error);
     }
   }
 
   async refreshEndpoint(credential: string, endpointId: string): Promise<void> {
     try {
-      await this.client(credential).polar.webhooks.updateWebhookEndpoint({ id: endpointId, webhookEndpointUpdate: { events: [...POLAR_EVENTS] } });
+      await (await this.polar(credential)).webhooks.updateWebhookEndpoint({ id: endpointId, webhookEndpointUpdate: { events: [...POLAR_EVENTS] } });
     } catch (error) {
       if (isMissing(error)) throw new AppError('invalid_request', 'The webhook endpoint is gone at Polar: connect again to create a new one.');
       translate(error);
@@ -234,7 +240,7 @@ export class PolarProvider implements PaymentProvider {
   async subscription(credential: string, subscriptionId: string): Promise<Subscription | null> {
     let sub: Awaited<ReturnType<Polar['subscriptions']['get']>>;
     try {
-      sub = await this.client(credential).polar.subscriptions.get({ id: subscriptionId });
+      sub = await (await this.polar(credential)).subscriptions.get({ id: subscriptionId });
     } catch (error) {
       if (isMissing(error)) return null;
       return translate(error);
@@ -255,7 +261,7 @@ export class PolarProvider implements PaymentProvider {
 
   async checkoutUrl(credential: string, c: { priceId: string; email: string; metadata: Record<string, string>; successUrl: string; cancelUrl: string }): Promise<string> {
     try {
-      const checkout = await this.client(credential).polar.checkouts.create({ products: [c.priceId], customerEmail: c.email, metadata: c.metadata, successUrl: c.successUrl, returnUrl: c.cancelUrl });
+      const checkout = await (await this.polar(credential)).checkouts.create({ products: [c.priceId], customerEmail: c.email, metadata: c.metadata, successUrl: c.successUrl, returnUrl: c.cancelUrl });
       return checkout.url;
     } catch (error) {
       return translate(error);
@@ -264,7 +270,7 @@ export class PolarProvider implements PaymentProvider {
 
   async billingPortalUrl(credential: string, customerId: string, returnUrl: string): Promise<string> {
     try {
-      const session = await this.client(credential).polar.customerSessions.create({ customerId, returnUrl });
+      const session = await (await this.polar(credential)).customerSessions.create({ customerId, returnUrl });
       return session.customerPortalUrl;
     } catch (error) {
       return translate(error);

@@ -116,7 +116,9 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   products.bindLicenses(licenses);
 
   // In-unit subscribers, in this order: the audit entry, then the webhook deliveries of the change.
-  const audit = new AuditService(new SqlAuditRepository(store), licenses, clock, (options.auditRetentionDays ?? 365) * DAY);
+  /** How long the license audit log and the team's log are kept (AUDIT_RETENTION_DAYS). */
+  const auditKeepMs = (options.auditRetentionDays ?? 365) * DAY;
+  const audit = new AuditService(new SqlAuditRepository(store), licenses, clock, auditKeepMs);
   events.subscribe((event, unit) => audit.onEvent(event, unit));
   const webhookSettings = options.webhooks ?? DEFAULT_WEBHOOKS;
   const webhookRepo = new SqlWebhookRepository(store);
@@ -156,7 +158,8 @@ export function createServices(store: Store, secretKey: Buffer, onBackgroundErro
   );
   jobConsumers[DELETE_ENDPOINT_JOB] = deleteEndpointConsumer((job) => payments.deleteEndpoint(job));
   const dashboardRepository = new SqlDashboardRepository(store);
-  const teamLog = new TeamLog(new SqlTeamLogRepository(store), clock);
+  const teamLog = new TeamLog(new SqlTeamLogRepository(store), clock, auditKeepMs);
+  housekeeping.push((now) => teamLog.purge(now));
   const twoFactor = new TwoFactorService(new SqlTwoFactorRepository(store), units, new SecretBox(secretKey, 'two-factor'), teamLog, clock);
   const memberRemoved = async (unit: Unit, memberId: string) => {
     await dashboardRepository.endSessionsOfMember(unit, memberId);

@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import { timeOrderedId } from '../../src/core/ids.ts';
 import { cliPrincipal } from '../../src/core/principal.ts';
 import { createTenant, useTestApp } from '../support/app.ts';
 import { signIn, textOf } from '../support/dashboard.ts';
@@ -69,5 +70,24 @@ forEachStore('team log', (kind) => {
     const events = await ctx.app.inject({ method: 'GET', url: '/api/v1/events', headers: t.auth });
     expect(events.statusCode).toBe(200);
     expect(events.body).not.toContain('member.');
+  });
+});
+
+forEachStore('team log retention', (kind) => {
+  const ctx = useTestApp(kind);
+
+  it('the housekeeping purges entries older than AUDIT_RETENTION_DAYS (365 by default) and keeps the rest', async () => {
+    const t = await createTenant(ctx);
+    const owner = await signIn(ctx, t.email);
+    await addMember(ctx, owner, 'viewer');
+    const logged = await ctx.services.teamLog.list(cliPrincipal(t.accountId));
+    expect(logged.map((e) => e.type)).toEqual(['member.joined', 'member.invited']);
+    // The invitation made 400 days ago: the id carries the time (entries are purged by it).
+    const now = Date.now();
+    const old = now - 400 * 86_400_000;
+    const invited = logged[1]!;
+    await ctx.store.write((tx) => tx.run(ctx.store.db.updateTable('member_events').set({ id: timeOrderedId(old), created_at: old }).where('id', '=', invited.id)));
+    for (const job of ctx.services.housekeeping) await job(now);
+    expect((await ctx.services.teamLog.list(cliPrincipal(t.accountId))).map((e) => e.type)).toEqual(['member.joined']);
   });
 });

@@ -1,4 +1,5 @@
 import type { Role } from '../../core/access.ts';
+import { timeOrderedFloor } from '../../core/ids.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Store } from '../../storage/index.ts';
 import type { MemberInvitationsTable, MembersTable } from '../../storage/schema.ts';
@@ -113,6 +114,11 @@ export class SqlTeamLogRepository implements TeamLogRepository {
         .insertInto('member_events')
         .values({ id: e.id, account_id: e.accountId, type: e.type, actor: JSON.stringify(e.actor), changes: JSON.stringify(e.changes), created_at: e.createdAt }),
     );
+  }
+
+  async purge(before: number): Promise<number> {
+    // Ids sort by time (the primary key's start is the oldest); a team's changes are few, so one statement.
+    return this.store.write((tx) => tx.run(this.store.db.deleteFrom('member_events').where('id', '<', timeOrderedFloor(before))));
   }
 
   async list(accountId: string, limit: number): Promise<TeamEvent[]> {

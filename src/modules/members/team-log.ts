@@ -24,6 +24,8 @@ export interface TeamLogRepository {
   insert(unit: Unit, event: TeamEvent): Promise<void>;
   /** The account's newest `limit` entries, newest first. */
   list(accountId: string, limit: number): Promise<TeamEvent[]>;
+  /** Drops every account's entries older than `before`; how many. */
+  purge(before: number): Promise<number>;
 }
 
 export const TEAM_LOG_SHOWN = 50;
@@ -32,6 +34,8 @@ export class TeamLog {
   constructor(
     private readonly repo: TeamLogRepository,
     private readonly clock: () => number = Date.now,
+    /** AUDIT_RETENTION_DAYS in ms: the team's log is kept as long as the license audit log. */
+    private readonly keepMs = 365 * 86_400_000,
   ) {}
 
   record(unit: Unit, principal: Pick<Principal, 'accountId' | 'actor'>, type: TeamEventType, changes: Record<string, unknown>): Promise<void> {
@@ -41,5 +45,10 @@ export class TeamLog {
 
   list(principal: Principal, limit = TEAM_LOG_SHOWN): Promise<TeamEvent[]> {
     return this.repo.list(principal.accountId, limit);
+  }
+
+  /** Drops entries older than the retention; run by the outbox worker's housekeeping. */
+  purge(now: number): Promise<number> {
+    return this.repo.purge(now - this.keepMs);
   }
 }

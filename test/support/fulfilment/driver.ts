@@ -57,13 +57,13 @@ export interface Sub {
   state(): SubState;
   /** Makes the double hold the state with `change` applied, as the provider would report it. */
   set(change: Partial<SubState>): void;
-  /** The events that start it (the checkout, the first order): the first of them creates the license. */
+  /** The events that start it (the checkout; the first order and subscription_created): they create the license. */
   started(): Delivery[];
   /** The event the provider sends about the state it holds now. */
   changed(via?: Shop): Delivery;
   /** A renewal payment went through (after `set` moved the period on). */
   renewed(): Delivery;
-  /** The events a full refund of the subscription's first payment sends. */
+  /** The events full refunds of the subscription's payments send (its first; a renewal's too where the provider names it). */
   paymentRefunded(): Delivery[];
 }
 

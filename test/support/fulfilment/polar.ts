@@ -44,7 +44,10 @@ export function polarDriver(d: Doubles): ProviderDriver {
           const cycle = double.addOrder(shop.key, { productId: sub.productId, subscriptionId: sub.id, billingReason: 'subscription_cycle', email: first.email });
           return sign(shop, 'order.paid', orderData(shop, cycle, sub));
         },
-        paymentRefunded: () => [sign(shop, 'order.refunded', orderData(shop, { ...first, status: 'refunded' }, sub))],
+        paymentRefunded: () => {
+          const cycle = double.addOrder(shop.key, { productId: sub.productId, subscriptionId: sub.id, billingReason: 'subscription_cycle', email: first.email, status: 'refunded' });
+          return [first, cycle].map((order) => sign(shop, 'order.refunded', orderData(shop, { ...order, status: 'refunded' }, sub)));
+        },
       };
     },
     endpointEvents: (shop) => endpoint(shop).events,

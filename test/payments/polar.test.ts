@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createProduct, createTenant, type Tenant, type TestContext, useTestApp } from '../support/app.ts';
-import { licensesOf, purchaseMailsTo, rowCount } from '../support/payments.ts';
+import { licensesOf, rowCount } from '../support/payments.ts';
 import { PolarDouble, type PolarDoubleOrder, polarObjects, polarSignedEvent } from '../support/polar-double.ts';
 import { forEachStore } from '../support/stores.ts';
 

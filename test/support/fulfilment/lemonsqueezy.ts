@@ -26,10 +26,9 @@ export function lemonSqueezyDriver(d: Doubles): ProviderDriver {
     price: (shop, billing) => double.variant(shop.scope, { subscription: billing === 'subscription' }),
     order(shop, o) {
       const order = double.order(shop.scope, { variantId: o.priceId, email: o.email, quantity: o.quantity });
-      const paid = sign(shop, 'order_created', double.orderResource(order));
       return {
         id: order.id,
-        paid: (via = shop) => (via === shop ? paid : sign(via, 'order_created', double.orderResource(order))),
+        paid: (via = shop) => sign(via, 'order_created', double.orderResource(order)),
         refunded: (via = shop) => sign(via, 'order_refunded', double.orderResource({ ...order, status: 'refunded', refunded: true })),
         // Lemon Squeezy marks a partly refunded order `refunded` with `refunded: false`.
         partiallyRefunded: () => sign(shop, 'order_refunded', double.orderResource({ ...order, status: 'refunded', refunded: false })),

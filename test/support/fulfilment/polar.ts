@@ -21,10 +21,9 @@ export function polarDriver(d: Doubles): ProviderDriver {
     price: (shop, billing) => double.addProduct(shop.key, { recurring: billing === 'subscription' }),
     order(shop, o) {
       const order = double.addOrder(shop.key, { productId: o.priceId, email: o.email, seats: o.quantity });
-      const paid = sign(shop, 'order.paid', orderData(shop, order));
       return {
         id: order.id,
-        paid: (via = shop) => (via === shop ? paid : sign(via, 'order.paid', orderData(shop, order))),
+        paid: (via = shop) => sign(via, 'order.paid', orderData(shop, order)),
         refunded: (via = shop) => sign(via, 'order.refunded', orderData(shop, { ...order, status: 'refunded' })),
         partiallyRefunded: () => sign(shop, 'order.refunded', orderData(shop, { ...order, status: 'partially_refunded' })),
       };

@@ -55,6 +55,7 @@ export const API_ACCESS: Readonly<Record<string, Area>> = {
   'PUT /api/v1/payments/lemonsqueezy': 'payments',
   'GET /api/v1/payments/lemonsqueezy': 'payments',
   'DELETE /api/v1/payments/lemonsqueezy': 'payments',
+  'POST /api/v1/payments/lemonsqueezy/refresh-endpoint': 'payments',
   'PUT /api/v1/payments/polar': 'payments',
   'GET /api/v1/payments/polar': 'payments',
   'DELETE /api/v1/payments/polar': 'payments',

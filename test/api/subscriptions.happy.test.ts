@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { call, createProduct } from '../support/app.ts';
 import { activateDevice } from '../support/mail.ts';
 import { licensesOf, mapPrice, purchaseMailsTo, send, usePaymentsApp } from '../support/payments.ts';
@@ -20,17 +20,6 @@ forEachStore('subscriptions (happy)', (kind) => {
     expect(list.body).toMatchObject([{ priceId: s.price, billing: 'subscription', licenseType: 'timed', graceDays: 7, offsetDays: null, fixedExpiresAt: null }]);
   });
 
-  it('a checkout in subscription mode creates one linked license (period end + grace, maxDevices × quantity), one e-mail, a purchase of kind subscription', async () => {
-    const s = await subscribe(p, { maxDevices: 2, quantity: 3 });
-    const { row } = await licenseOf(p, s);
-    expect(row).toMatchObject({ product_id: s.productId, type: 'timed', max_devices: 6, email: s.email });
-    expect(Number(row.expires_at)).toBe(period(s).end + 7 * DAY);
-    expect(await purchaseMailsTo(p.ctx.store, s.email)).toBe(1);
-    const purchases = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: s.t.auth });
-    expect(purchases.body.data).toMatchObject([{ kind: 'subscription', status: 'fulfilled', licenseKeys: [row.key], hasInvoice: true }]);
-    expect(double.calls('GET', `/v1/subscriptions/${s.sub.id}`).length).toBeGreaterThan(0);
-  });
-
   it('renewal (invoice.paid after the period moved on): the expiry follows, subscription.renewed fires, no second e-mail', async () => {
     const s = await subscribe(p);
     const first = period(s);
@@ -47,35 +36,16 @@ forEachStore('subscriptions (happy)', (kind) => {
     expect(updated?.actor).toEqual({ type: 'provider', provider: 'stripe' });
   });
 
-  it('the one expiry rule: cancel at period end gives exactly the end; past_due the period start + grace; ended its ended_at; trialing the trial end + grace', async () => {
+  it('ending fires subscription.canceled once (the expiry rule itself: the shared fulfilment suite); trialing: the trial end + grace', async () => {
     const s = await subscribe(p, { graceDays: 3 });
-    const { start, end } = period(s);
-    const expiry = async () => Number((await licenseOf(p, s)).row.expires_at);
-
-    double.updateSubscription(s.c.key, s.sub.id, (sub) => (sub.cancel_at_period_end = true));
-    await subscriptionEvent(p, s);
-    expect(await expiry()).toBe(end);
-
-    double.updateSubscription(s.c.key, s.sub.id, (sub) => {
-      sub.cancel_at_period_end = false;
-      sub.status = 'past_due';
-    });
-    await subscriptionEvent(p, s);
-    expect(await expiry()).toBe(start + 3 * DAY);
-
-    double.updateSubscription(s.c.key, s.sub.id, (sub) => (sub.status = 'active'));
-    await send(p.ctx, s.c, 'invoice.paid', stripeObjects.subscriptionInvoice({ subscription: s.sub.id, status: 'paid' }));
-    expect(await expiry()).toBe(end + 3 * DAY);
-
     const endedAt = Math.floor(Date.now() / 1000) - 60;
     double.updateSubscription(s.c.key, s.sub.id, (sub) => {
       sub.status = 'canceled';
       sub.ended_at = endedAt;
     });
     await subscriptionEvent(p, s, 'customer.subscription.deleted');
-    expect(await expiry()).toBe(endedAt * 1000);
-    const { view } = await licenseOf(p, s);
-    expect(view.expiresAt).toBe(new Date(endedAt * 1000).toISOString());
+    await subscriptionEvent(p, s, 'customer.subscription.deleted');
+    expect(Number((await licenseOf(p, s)).row.expires_at)).toBe(endedAt * 1000);
     expect(s.events.filter((e) => e.type === 'subscription.canceled')).toHaveLength(1);
 
     const trialEnd = Math.floor(Date.now() / 1000) + 14 * 86_400;
@@ -155,42 +125,6 @@ forEachStore('subscriptions (happy)', (kind) => {
     expect((await licenseOf(p, s)).view).toMatchObject({ productId: team.id, entitlements: ['team', 'sso'] });
   });
 
-  it('events that arrive before the checkout change nothing; the checkout then applies the current state', async () => {
-    const s = await subscribe(p, { checkout: false });
-    expect((await subscriptionEvent(p, s, 'customer.subscription.created')).status).toBe(200);
-    expect(await licensesOf(p.ctx.store, s.t.accountId)).toHaveLength(0);
-    double.updateSubscription(s.c.key, s.sub.id, (sub) => (sub.cancel_at_period_end = true));
-    await send(p.ctx, s.c, 'checkout.session.completed', stripeObjects.subscriptionCheckout({ id: 'cs_test_late_checkout', subscription: s.sub.id, email: s.email }));
-    expect(Number((await licenseOf(p, s)).row.expires_at)).toBe(period(s).end);
-  });
-
-  it('late, doubled and out-of-order events converge on the current state, concurrently too: one license, one e-mail', async () => {
-    const s = await subscribe(p, { checkout: false });
-    // Events carrying older states, sent after the subscription moved on: the state applied is Stripe's now.
-    const stale = p.double.subscriptionObject(s.c.key, s.sub.id);
-    double.updateSubscription(s.c.key, s.sub.id, (sub) => {
-      sub.status = 'past_due';
-      for (const item of sub.items) [item.current_period_start, item.current_period_end] = [item.current_period_end, item.current_period_end + 30 * 86_400];
-    });
-    const checkout = stripeObjects.subscriptionCheckout({ id: 'cs_test_converge', subscription: s.sub.id, email: s.email });
-    const { signedEvent } = await import('../support/stripe-double.ts');
-    const { deliver } = await import('../support/payments.ts');
-    const events = [
-      ...Array.from({ length: 10 }, () => signedEvent(s.c.secret, 'checkout.session.completed', checkout, { eventId: 'evt_checkout_once' })),
-      ...Array.from({ length: 5 }, () => signedEvent(s.c.secret, 'customer.subscription.updated', stale)),
-      signedEvent(s.c.secret, 'invoice.paid', stripeObjects.subscriptionInvoice({ subscription: s.sub.id, status: 'paid' })),
-    ];
-    const answers = await Promise.all(events.map((e) => deliver(p.ctx, s.c.connectionId, e)));
-    expect(answers.map((a) => `${a.status} ${a.status === 200 ? '' : JSON.stringify(a.body)}`)).toEqual(answers.map(() => '200 '));
-    const { row } = await licenseOf(p, s);
-    expect(Number(row.expires_at)).toBe(period(s).start + 7 * DAY);
-    expect(await purchaseMailsTo(p.ctx.store, s.email)).toBe(1);
-    // The same event again, later: nothing more.
-    const again = await deliver(p.ctx, s.c.connectionId, events[10]!);
-    expect(again.status).toBe(200);
-    expect(s.events.filter((e) => e.type === 'license.created')).toHaveLength(1);
-  });
-
   it('invoice.payment_failed e-mails the customer where to pay and manage, fires subscription.payment_failed, changes no license; once per event', async () => {
     const s = await subscribe(p);
     const before = (await licenseOf(p, s)).row;
@@ -208,14 +142,4 @@ forEachStore('subscriptions (happy)', (kind) => {
     expect((await licenseOf(p, s)).row).toEqual(before);
   });
 
-  it('POST /payments/stripe/refresh-endpoint gives an endpoint made before the new events', async () => {
-    const s = await subscribe(p, { checkout: false });
-    const endpoint = [...double.endpoints.values()].find((e) => e.url === s.c.webhookUrl)!;
-    endpoint.enabled_events = ['checkout.session.completed', 'checkout.session.async_payment_succeeded', 'charge.refunded', 'charge.dispute.created'];
-    const res = await call(p.ctx, { method: 'POST', url: '/api/v1/payments/stripe/refresh-endpoint', headers: s.t.auth });
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ connected: true });
-    expect(endpoint.enabled_events).toContain('customer.subscription.updated');
-    expect(endpoint.enabled_events).toContain('invoice.payment_failed');
-  });
 });

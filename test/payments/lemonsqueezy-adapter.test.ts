@@ -109,6 +109,13 @@ describe('Lemon Squeezy adapter (provider seam, through @lemonsqueezy/lemonsquee
     expect(await lemon.billingPortalUrl(credentialOf(a), sub.customerId)).toMatch(/\/billing\?/);
   });
 
+  it("a refunded subscription payment is the subscription's to decide: its state is read again, nothing is reversed", () => {
+    const a = double.account();
+    const { sub } = double.subscription(a.storeId, { variantId: double.variant(a.storeId, { subscription: true }), email: 'a@example.com' });
+    const { body, headers } = double.event('secret', 'subscription_payment_refunded', double.invoiceResource(sub));
+    expect(lemon.parse(Buffer.from(body), headers, 'secret')).toMatchObject({ kind: 'subscription', subscriptionId: sub.id });
+  });
+
   it('LEMONSQUEEZY_API_URL must be an http(s) origin', () => {
     const base = { DATA_DIR: mkdtempSync(join(tmpdir(), 'tessera-cfg-')), SECRET_KEY: 'b'.repeat(64) };
     expect(loadConfig({ ...base, LEMONSQUEEZY_API_URL: 'http://127.0.0.1:12112' }).lemonSqueezyApiUrl).toBe('http://127.0.0.1:12112');

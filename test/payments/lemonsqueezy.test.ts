@@ -105,45 +105,17 @@ forEachStore('payments: Lemon Squeezy', (kind) => {
     expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(1);
   });
 
-  it('order_created: a license per mapped variant (maxDevices × quantity) and the purchase e-mail, through the same fulfilment as Stripe; redelivered x10 at once: one license, one e-mail', async () => {
-    const { t, c, productId, variant } = await shop(2);
-    const email = emailOf();
-    const order = double.order(c.storeId, { variantId: variant, email, quantity: 3, total: 9900 });
-    const event = orderEvent(c, order);
-    const answers = await Promise.all(Array.from({ length: 10 }, () => deliverLs(p.ctx, c.connectionId, event)));
-    expect(answers.map((a) => a.status)).toEqual(Array(10).fill(200));
-    const licenses = await licensesOf(p.ctx.store, t.accountId);
-    expect(licenses.map((l) => [l.product_id, l.max_devices, l.email])).toEqual([[productId, 6, email]]);
-    expect(await purchaseMailsTo(p.ctx.store, email)).toBe(1);
+  it("order_created: the purchase records the order's total, currency and receipt (the invoice), read from its attributes", async () => {
+    const { t, c, variant } = await shop(2);
+    const order = double.order(c.storeId, { variantId: variant, email: emailOf(), total: 9900 });
+    expect((await deliverLs(p.ctx, c.connectionId, orderEvent(c, order))).status).toBe(200);
     const purchases = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth });
-    expect(purchases.body.data).toMatchObject([{ provider: 'lemonsqueezy', sessionId: order.id, status: 'fulfilled', kind: 'new', amountTotal: 9900, currency: 'usd', licenseKeys: [licenses[0]!.key], hasInvoice: true }]);
+    expect(purchases.body.data).toMatchObject([{ provider: 'lemonsqueezy', sessionId: order.id, amountTotal: 9900, currency: 'usd', hasInvoice: true }]);
     const invoice = await call(p.ctx, { method: 'GET', url: `/api/v1/payments/purchases/${purchases.body.data[0].id}/invoice`, headers: t.auth });
     expect(invoice.body.hostedInvoiceUrl).toContain(`/my-orders/${order.id}`);
   });
 
-  it('order_refunded revokes the licenses (a partial refund does not); a refund before its order is remembered', async () => {
-    const { t, c, variant } = await shop();
-    const order = double.order(c.storeId, { variantId: variant, email: emailOf() });
-    await deliverLs(p.ctx, c.connectionId, orderEvent(c, order));
-    order.status = 'refunded';
-    expect((await deliverLs(p.ctx, c.connectionId, orderEvent(c, order, 'order_refunded'))).status).toBe(200);
-    // Not refunded in full (a partial refund): the license stays.
-    expect(Boolean((await licensesOf(p.ctx.store, t.accountId))[0]!.revoked)).toBe(false);
-    order.refunded = true;
-    expect((await deliverLs(p.ctx, c.connectionId, orderEvent(c, order, 'order_refunded'))).status).toBe(200);
-    expect(Boolean((await licensesOf(p.ctx.store, t.accountId))[0]!.revoked)).toBe(true);
-
-    const early = double.order(c.storeId, { variantId: variant, email: emailOf() });
-    early.refunded = true;
-    await deliverLs(p.ctx, c.connectionId, orderEvent(c, early, 'order_refunded'));
-    early.refunded = false;
-    await deliverLs(p.ctx, c.connectionId, orderEvent(c, early));
-    const purchases = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: t.auth });
-    expect(purchases.body.data.find((x: { sessionId: string }) => x.sessionId === early.id)).toMatchObject({ status: 'refunded', licenseKeys: [] });
-    expect(await licensesOf(p.ctx.store, t.accountId)).toHaveLength(1);
-  });
-
-  it('an order of an unmapped variant is kept unmapped; once mapped, fulfilling it reads the order items at Lemon Squeezy again', async () => {
+  it('an order kept unmapped, once its variant is mapped, is fulfilled by reading the order items at Lemon Squeezy again', async () => {
     const { t, c, productId } = await shop();
     const later = double.variant(c.storeId);
     const email = emailOf();
@@ -172,22 +144,6 @@ forEachStore('payments: Lemon Squeezy', (kind) => {
     expect([none.status, none.body.error.code]).toEqual([400, 'payments_not_connected']);
   });
 
-  it("tenant isolation: one tenant's events cannot reach another's connection, nor its orders another's licenses", async () => {
-    const a = await shop();
-    const b = await shop();
-    const order = double.order(a.c.storeId, { variantId: a.variant, email: emailOf() });
-    // Signed with A's secret, sent to B's connection: B's secret does not verify it.
-    const res = await deliverLs(p.ctx, b.c.connectionId, orderEvent(a.c, order));
-    expect([res.status, res.body.error?.code]).toEqual([400, 'invalid_signature']);
-    // A's order of A's variant through A's connection, where B's key cannot read it: B has no license either way.
-    expect((await deliverLs(p.ctx, a.c.connectionId, orderEvent(a.c, order))).status).toBe(200);
-    expect(await licensesOf(p.ctx.store, b.t.accountId)).toEqual([]);
-    expect(await licensesOf(p.ctx.store, a.t.accountId)).toHaveLength(1);
-    // Stripe's route does not take a Lemon Squeezy connection.
-    const stripeRoute = await call(p.ctx, { method: 'POST', url: `/api/v1/payments/stripe/webhook/${a.c.connectionId}`, headers: { 'content-type': 'application/json' }, payload: '{}' });
-    expect(stripeRoute.status).toBe(404);
-  });
-
   it("a renewal offer sold through Lemon Squeezy: the portal's checkout carries the license key as custom data; its order renews that license, once", async () => {
     const { t, c, productId } = await shop();
     const variant = double.variant(c.storeId);
@@ -214,129 +170,24 @@ forEachStore('payments: Lemon Squeezy', (kind) => {
     expect(String(res.headers['content-security-policy'])).toMatch(/form-action [^;]*https:\/\/\*\.lemonsqueezy\.com/);
   });
 
-  subscriptionCases();
-
-  function subscriptionCases() {
-    /** A tenant with a subscription mapping and a subscription (with its first order) at the double. */
-    async function subscribed(o: { graceDays?: number; quantity?: number; deliver?: boolean } = {}) {
-      const t = await createTenant(p.ctx);
-      const c = await connectLemonSqueezy(p, t);
-      const product = await createProduct(p.ctx, t, { name: 'Cloud Studio' });
-      const variant = double.variant(c.storeId, { subscription: true });
-      await mapVariant(t, product.id, { priceId: variant, billing: 'subscription', licenseType: 'timed', maxDevices: 2, ...(o.graceDays !== undefined && { graceDays: o.graceDays }) });
-      const email = emailOf();
-      const { sub, order } = double.subscription(c.storeId, { variantId: variant, email, quantity: o.quantity });
-      const created = () => double.event(c.secret, 'subscription_created', double.subscriptionResource(sub));
-      const ordered = () => double.event(c.secret, 'order_created', double.orderResource(order));
-      if (o.deliver !== false) {
-        for (const e of [ordered(), created()]) {
-          const res = await deliverLs(p.ctx, c.connectionId, e);
-          if (res.status !== 200) throw new Error(`deliver: ${res.status} ${JSON.stringify(res.body)}`);
-        }
-      }
-      const license = async () => {
-        const rows = await licensesOf(p.ctx.store, t.accountId);
-        if (rows.length !== 1) throw new Error(`expected one license, found ${rows.length}`);
-        return rows[0]!;
-      };
-      const updated = (name = 'subscription_updated') => deliverLs(p.ctx, c.connectionId, double.event(c.secret, name, double.subscriptionResource(sub)));
-      return { t, c, productId: product.id, variant, email, sub, order, created, ordered, license, updated };
+  it('subscription_payment_failed e-mails the subscriber where to pay, once per event, and changes no license', async () => {
+    const t = await createTenant(p.ctx);
+    const c = await connectLemonSqueezy(p, t);
+    const product = await createProduct(p.ctx, t);
+    const variant = double.variant(c.storeId, { subscription: true });
+    await mapVariant(t, product.id, { priceId: variant, billing: 'subscription', licenseType: 'timed', maxDevices: 2 });
+    const email = emailOf();
+    const { sub, order } = double.subscription(c.storeId, { variantId: variant, email });
+    for (const [name, data] of [['order_created', double.orderResource(order)], ['subscription_created', double.subscriptionResource(sub)]] as const) {
+      expect((await deliverLs(p.ctx, c.connectionId, double.event(c.secret, name, data))).status).toBe(200);
     }
-
-    it('a subscription: order_created leaves it to subscription_created, which makes one linked license (renews_at + grace, maxDevices × quantity), one e-mail, a purchase of kind subscription', async () => {
-      const s = await subscribed({ quantity: 3 });
-      const row = await s.license();
-      expect(row).toMatchObject({ product_id: s.productId, type: 'timed', max_devices: 6, email: s.email });
-      expect(Number(row.expires_at)).toBe(Date.parse(s.sub.renewsAt) + 7 * DAY);
-      expect(await purchaseMailsTo(p.ctx.store, s.email)).toBe(1);
-      const purchases = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: s.t.auth });
-      expect(purchases.body.data).toMatchObject([{ provider: 'lemonsqueezy', kind: 'subscription', status: 'fulfilled', sessionId: s.order.id, licenseKeys: [row.key] }]);
-      const view = await call(p.ctx, { method: 'GET', url: '/api/v1/licenses', headers: { ...s.t.auth, 'license-key': row.key } });
-      expect(view.body.subscription).toMatchObject({ provider: 'lemonsqueezy', id: s.sub.id, status: 'active', cancelAtPeriodEnd: false });
-    });
-
-    it('renewal (subscription_payment_success after renews_at moved on) extends the expiry, no second e-mail', async () => {
-      const s = await subscribed();
-      const next = Date.parse(s.sub.renewsAt) + 30 * DAY;
-      s.sub.renewsAt = new Date(next).toISOString();
-      const res = await deliverLs(p.ctx, s.c.connectionId, double.event(s.c.secret, 'subscription_payment_success', double.invoiceResource(s.sub)));
-      expect(res.status).toBe(200);
-      expect(Number((await s.license()).expires_at)).toBe(next + 7 * DAY);
-      expect(await purchaseMailsTo(p.ctx.store, s.email)).toBe(1);
-    });
-
-    it('the expiry rule: cancelled runs exactly to ends_at; past_due the failed renewal + grace; expired ends at ends_at; resumed runs on', async () => {
-      const s = await subscribed({ graceDays: 3 });
-      const renews = Date.parse(s.sub.renewsAt);
-      const expiry = async () => Number((await s.license()).expires_at);
-      s.sub.status = 'cancelled';
-      s.sub.cancelled = true;
-      s.sub.endsAt = s.sub.renewsAt;
-      await s.updated('subscription_cancelled');
-      expect(await expiry()).toBe(renews);
-      s.sub.status = 'active';
-      s.sub.cancelled = false;
-      s.sub.endsAt = null;
-      await s.updated('subscription_resumed');
-      expect(await expiry()).toBe(renews + 3 * DAY);
-      s.sub.status = 'past_due';
-      await s.updated();
-      expect(await expiry()).toBe(renews + 3 * DAY);
-      const mailsBefore = (await outboxFor(p.ctx.store, s.email)).length;
-      const failedEvent = double.event(s.c.secret, 'subscription_payment_failed', double.invoiceResource(s.sub, 'failed'));
-      for (let i = 0; i < 2; i++) expect((await deliverLs(p.ctx, s.c.connectionId, failedEvent)).status).toBe(200);
-      // One e-mail to the subscriber (where to pay), once per event.
-      expect((await outboxFor(p.ctx.store, s.email)).length).toBe(mailsBefore + 1);
-      expect(await expiry()).toBe(renews + 3 * DAY);
-      s.sub.status = 'expired';
-      s.sub.endsAt = new Date(renews + DAY).toISOString();
-      await s.updated('subscription_expired');
-      expect(await expiry()).toBe(renews + DAY);
-    });
-
-    it('a plan change moves the license to the mapped product keeping its key; a quantity change sets maxDevices', async () => {
-      const s = await subscribed();
-      const before = await s.license();
-      const pro = await createProduct(p.ctx, s.t, { name: 'Cloud Studio Pro' });
-      const proVariant = double.variant(s.c.storeId, { subscription: true });
-      await mapVariant(s.t, pro.id, { priceId: proVariant, billing: 'subscription', licenseType: 'timed', maxDevices: 5 });
-      s.sub.variantId = proVariant;
-      await s.updated();
-      expect(await s.license()).toMatchObject({ key: before.key, product_id: pro.id, max_devices: 5 });
-      s.sub.quantity = 2;
-      await s.updated();
-      expect(await s.license()).toMatchObject({ key: before.key, product_id: pro.id, max_devices: 10 });
-    });
-
-    it('out of order and redelivered x10 at once: subscription events before their subscription_created, stale copies after it, converge on the current state; one license, one e-mail', async () => {
-      const s = await subscribed({ deliver: false });
-      const stale = double.event(s.c.secret, 'subscription_updated', double.subscriptionResource(s.sub));
-      expect((await deliverLs(p.ctx, s.c.connectionId, stale)).status).toBe(200);
-      expect(await licensesOf(p.ctx.store, s.t.accountId)).toHaveLength(0);
-      s.sub.status = 'cancelled';
-      s.sub.cancelled = true;
-      s.sub.endsAt = s.sub.renewsAt;
-      const created = s.created();
-      const ordered = s.ordered();
-      const answers = await Promise.all([
-        ...Array.from({ length: 10 }, () => deliverLs(p.ctx, s.c.connectionId, created)),
-        ...Array.from({ length: 3 }, () => deliverLs(p.ctx, s.c.connectionId, ordered)),
-        ...Array.from({ length: 3 }, () => deliverLs(p.ctx, s.c.connectionId, stale)),
-      ]);
-      expect(answers.map((a) => `${a.status} ${a.status === 200 ? '' : JSON.stringify(a.body)}`)).toEqual(answers.map(() => '200 '));
-      expect(Number((await s.license()).expires_at)).toBe(Date.parse(s.sub.renewsAt));
-      expect(await purchaseMailsTo(p.ctx.store, s.email)).toBe(1);
-      expect(await rowCount(p.ctx.store, 'purchases')).toBeGreaterThan(0);
-      const purchases = await call(p.ctx, { method: 'GET', url: '/api/v1/payments/purchases', headers: s.t.auth });
-      expect(purchases.body.data).toHaveLength(1);
-    });
-
-    it("refunding a subscription's first order revokes its license", async () => {
-      const s = await subscribed();
-      s.order.status = 'refunded';
-      s.order.refunded = true;
-      expect((await deliverLs(p.ctx, s.c.connectionId, double.event(s.c.secret, 'order_refunded', double.orderResource(s.order)))).status).toBe(200);
-      expect(Boolean((await s.license()).revoked)).toBe(true);
-    });
-  }
+    const before = await licensesOf(p.ctx.store, t.accountId);
+    expect(before).toHaveLength(1);
+    sub.status = 'past_due';
+    const mailsBefore = (await outboxFor(p.ctx.store, email)).length;
+    const failed = double.event(c.secret, 'subscription_payment_failed', double.invoiceResource(sub, 'failed'));
+    for (let i = 0; i < 2; i++) expect((await deliverLs(p.ctx, c.connectionId, failed)).status).toBe(200);
+    expect((await outboxFor(p.ctx.store, email)).length).toBe(mailsBefore + 1);
+    expect(await licensesOf(p.ctx.store, t.accountId)).toEqual(before);
+  });
 });

@@ -36,6 +36,9 @@ describe('Polar adapter (provider seam)', () => {
     expect(parse(s, polarSignedEvent(s, 'order.paid', { ...order, subscription_id: 'sub_1', billing_reason: 'subscription_create' }))).toMatchObject({ kind: 'paid', subscriptionId: 'sub_1', licenseKey: null });
     expect(parse(s, polarSignedEvent(s, 'order.paid', { ...order, subscription_id: 'sub_1', billing_reason: 'subscription_cycle' }, { id: 'm2' }))).toEqual({ kind: 'subscription', eventId: 'm2', subscriptionId: 'sub_1' });
     expect(parse(s, polarSignedEvent(s, 'order.refunded', { id: 'o1', status: 'partially_refunded' }))).toMatchObject({ kind: 'ignored' });
+    // A renewal order's refund is the subscription's to decide (its state is read again); the first order's names its purchase.
+    expect(parse(s, polarSignedEvent(s, 'order.refunded', { id: 'o2', status: 'refunded', subscription_id: 'sub_1', billing_reason: 'subscription_cycle' }, { id: 'm4' }))).toEqual({ kind: 'subscription', eventId: 'm4', subscriptionId: 'sub_1' });
+    expect(parse(s, polarSignedEvent(s, 'order.refunded', { id: 'o1', status: 'refunded', subscription_id: 'sub_1', billing_reason: 'subscription_create' }))).toEqual({ kind: 'reversed', paymentId: 'o1', reason: 'refunded' });
     expect(parse(s, polarSignedEvent(s, 'subscription.past_due', { id: 'sub_1', customer: { email: 'a@example.com' } }, { id: 'm3' }))).toEqual({ kind: 'payment_failed', eventId: 'm3', subscriptionId: 'sub_1', email: 'a@example.com', payUrl: null });
     expect(parse(s, polarSignedEvent(s, 'order.paid', { total_amount: 1 }))).toMatchObject({ kind: 'ignored', malformed: 'id must be a string' });
     expect(parse(s, polarSignedEvent(s, 'benefit.created', { id: 'b' }))).toEqual({ kind: 'ignored', type: 'benefit.created' });

@@ -66,12 +66,19 @@ export class LemonSqueezyDouble {
   readonly requests: { method: string; path: string; key: string | null }[] = [];
   /** When set, every API call answers this status (500: LS failing). */
   failWith: number | null = null;
+  /** The next `left` calls answer `status` (fail()). */
+  private failures = { status: 0, left: 0 };
   /** Each answer waits this long (the concurrency test interleaves calls with it). */
   delayMs = 0;
   private n = 1000;
 
   next(): string {
     return String(++this.n);
+  }
+
+  /** Answers the next `count` calls with `status`. */
+  fail(status: number, count = 1): void {
+    this.failures = { status, left: count };
   }
 
   /** A new API key with one store of its own. */
@@ -268,7 +275,8 @@ export class LemonSqueezyDouble {
       res.end(body === undefined ? '' : JSON.stringify(body));
     };
     const error = (status: number, title: string, detail: string) => send(status, { jsonapi: { version: '1.0' }, errors: [{ status: String(status), title, detail }] });
-    if (this.failWith) return error(this.failWith, 'Server Error', 'failing on purpose');
+    const failing = this.failWith ?? (this.failures.left-- > 0 ? this.failures.status : null);
+    if (failing) return error(failing, 'Server Error', 'failing on purpose');
     if (req.headers.accept !== 'application/vnd.api+json') return error(406, 'Not Acceptable', 'Accept must be application/vnd.api+json');
     const stores = key ? this.keys.get(key) : undefined;
     if (!stores) return error(401, 'Unauthenticated.', 'Unauthenticated.');

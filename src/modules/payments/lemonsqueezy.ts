@@ -17,12 +17,16 @@ export const LEMONSQUEEZY_EVENTS = [
   'subscription_payment_success',
   'subscription_payment_failed',
   'subscription_payment_recovered',
+  'subscription_payment_refunded',
 ] as const;
 
 /** Events that say "this subscription changed": the service then reads its current state. */
 const SUBSCRIPTION_EVENTS = new Set(['subscription_updated', 'subscription_cancelled', 'subscription_resumed', 'subscription_expired', 'subscription_paused', 'subscription_unpaused']);
-/** Events about a subscription's invoice (their object is a subscription invoice naming the subscription). */
-const INVOICE_EVENTS = new Set(['subscription_payment_success', 'subscription_payment_recovered']);
+/**
+ * Events about a subscription's invoice (their object is a subscription invoice naming the
+ * subscription). A refunded one ends nothing by itself: the subscription's state, read again, decides.
+ */
+const INVOICE_EVENTS = new Set(['subscription_payment_success', 'subscription_payment_recovered', 'subscription_payment_refunded']);
 
 export interface LemonSqueezyOptions {
   /** LEMONSQUEEZY_API_URL: another origin for every call (a test double, a proxy). */

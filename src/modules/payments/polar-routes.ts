@@ -66,20 +66,4 @@ export const polarConnectionRoutes: FastifyPluginAsyncTypebox<{ payments: Paymen
       return reply.send();
     },
   );
-
-  app.post(
-    '/payments/polar/refresh-endpoint',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'refresh-polar-endpoint',
-        summary: "Update the Polar endpoint's events",
-        description:
-          'Makes the webhook endpoint at Polar listen to every event the service handles now. 400 payments_not_connected without a connection; 400 invalid_request when the endpoint is gone at Polar (connect again).',
-        response: { 200: ConnectionReply, ...errorResponses(400, 401, 403, 502) },
-      },
-    },
-    async (req) => connectionView(await payments.refreshEndpoint(req.principal, POLAR)),
-  );
 };

@@ -305,11 +305,15 @@ function notificationOf(type: string, data: Record<string, unknown>, eventId: st
         licenseKey: subscriptionId ? null : offerLicenseKey(data.metadata),
       };
     }
-    case 'order.refunded':
+    case 'order.refunded': {
       if (!id) return malformed(type, 'id must be a string');
+      // A renewal's order is no purchase: its refund is the subscription's business (its state, read again, decides).
+      const subscriptionId = str(data.subscription_id);
+      if (subscriptionId && data.billing_reason !== 'subscription_create') return { kind: 'subscription', eventId, subscriptionId };
       // Only a full refund takes the licenses back; a partial one is a goodwill gesture.
       if (data.status !== 'refunded') return { kind: 'ignored', type: `${type} (partial)` };
       return { kind: 'reversed', paymentId: id, reason: 'refunded' };
+    }
     case 'subscription.past_due': {
       if (!id) return malformed(type, 'id must be a string');
       const customer = isRecord(data.customer) ? data.customer : {};

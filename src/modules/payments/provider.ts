@@ -27,7 +27,7 @@ export interface PaidPurchase {
   licenseKey: string | null;
 }
 
-/** A payment taken back: every license of its purchase is revoked. */
+/** A payment taken back: every license of its purchase is revoked (a subscription's licenses follow the subscription instead). */
 export interface ReversedPayment {
   kind: 'reversed';
   paymentId: string;

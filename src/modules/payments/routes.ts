@@ -73,24 +73,26 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ payments: PaymentService
     },
   );
 
-  app.post(
-    '/payments/stripe/refresh-endpoint',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'refresh-stripe-endpoint',
-        summary: "Update the Stripe endpoint's events",
-        description:
-          'Makes the webhook endpoint at Stripe listen to every event the service handles now (connections made before subscriptions keep their old list until then). 400 payments_not_connected without a connection; 400 invalid_request when the endpoint is gone at Stripe (connect again).',
-        response: { 200: ConnectionReply, ...errorResponses(400, 401, 403, 502) },
-      },
-    },
-    async (req) => connectionView(await payments.refreshEndpoint(req.principal, STRIPE)),
-  );
-
   await lemonSqueezyConnectionRoutes(app, { payments });
   await polarConnectionRoutes(app, { payments });
+
+  // One route per provider, one implementation: the adapter's refreshEndpoint does the provider's part.
+  for (const { name, info } of payments.webhookRoutes()) {
+    app.post(
+      `/payments/${name}/refresh-endpoint`,
+      {
+        schema: {
+          tags,
+          security,
+          operationId: `refresh-${name}-endpoint`,
+          summary: `Update the ${info.label} endpoint's events`,
+          description: `Makes the webhook endpoint at ${info.label} listen to every event the service handles now (connections made before a new event was handled keep their old list until then). 400 payments_not_connected without a connection; 400 invalid_request when the endpoint is gone at ${info.label} (connect again); 400 invalid_provider_key when ${info.label} refuses the stored key; 502 provider_unavailable when ${info.label} cannot be reached.`,
+          response: { 200: ConnectionReply, ...errorResponses(400, 401, 403, 502) },
+        },
+      },
+      async (req) => connectionView(await payments.refreshEndpoint(req.principal, name)),
+    );
+  }
 
   app.post(
     '/products/:productId/prices',

@@ -460,7 +460,8 @@ export class PaymentService {
     const mappings = await this.plansFor(unit, principal.accountId, providerName, items);
     // Refunded or disputed before this event got through (it was being retried): recorded as such, no license.
     const reversed = paid.paymentId ? await this.repo.earlyReversal(unit, principal.accountId, providerName, paid.paymentId) : undefined;
-    const mapped = reversed ? [] : items.filter((i) => i.priceId !== null && mappings.has(i.priceId));
+    // A subscription's licenses follow the subscription, refunded payment or not (reverse()).
+    const mapped = reversed && !subscription ? [] : items.filter((i) => i.priceId !== null && mappings.has(i.priceId));
     const purchase = newPurchase(principal, providerName, paid, now, {
       // Any item the operator has not mapped needs their attention, even beside mapped ones.
       status: reversed ?? (mapped.length === items.length && items.length > 0 ? 'fulfilled' : 'unmapped'),
@@ -594,7 +595,7 @@ export class PaymentService {
     return this.units.run((unit) => apply(unit, items, null));
   }
 
-  /** A full refund or a dispute: every license of the purchase is revoked, once. */
+  /** A full refund or a dispute: the purchase is marked so and (unless a subscription's) its licenses revoked, once. */
   private reverse(principal: Principal, providerName: string, reversed: ReversedPayment): Promise<NotificationOutcome> {
     const now = this.clock();
     return this.units.run(async (unit): Promise<NotificationOutcome> => {
@@ -608,7 +609,10 @@ export class PaymentService {
       const purchases = found.filter((p) => p.status === 'fulfilled' || p.status === 'unmapped');
       if (purchases.length === 0) return { outcome: 'ignored', type: `payment ${reversed.reason}: reversed already` };
       for (const purchase of purchases) {
-        for (const key of purchase.licenseKeys) await this.revoke(principal, key, unit);
+        // A subscription's licenses follow the subscription as the provider reports it: a refund of one
+        // of its payments does not end it (the vendor cancels or revokes it at the provider, and its
+        // ended_at ends them), as Polar's own benefits and Stripe's subscriptions work. docs/payments.md.
+        if (purchase.subscriptionId === null) for (const key of purchase.licenseKeys) await this.revoke(principal, key, unit);
         await this.repo.setPurchaseStatus(unit, purchase.id, reversed.reason, now);
         purchase.status = reversed.reason;
         await unit.emit({ type: 'purchase.refunded', actor: principal.actor, occurredAt: now, purchase: purchaseSnapshot(purchase), reason: reversed.reason });

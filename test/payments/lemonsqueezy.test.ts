@@ -170,6 +170,21 @@ forEachStore('payments: Lemon Squeezy', (kind) => {
     expect(String(res.headers['content-security-policy'])).toMatch(/form-action [^;]*https:\/\/\*\.lemonsqueezy\.com/);
   });
 
+  it("a subscription's first order makes no license of its own, even when Lemon Squeezy does not show the subscription yet: subscription_created makes the one linked license", async () => {
+    const t = await createTenant(p.ctx);
+    const c = await connectLemonSqueezy(p, t);
+    const product = await createProduct(p.ctx, t);
+    const variant = double.variant(c.storeId, { subscription: true });
+    await mapVariant(t, product.id, { priceId: variant, billing: 'subscription', licenseType: 'timed', maxDevices: 2 });
+    // order_created first, its subscription not created yet at Lemon Squeezy (a plain order of the subscription variant).
+    const early = double.order(c.storeId, { variantId: variant, email: emailOf() });
+    expect((await deliverLs(p.ctx, c.connectionId, orderEvent(c, early))).status).toBe(200);
+    expect(await licensesOf(p.ctx.store, t.accountId)).toEqual([]);
+    const { sub } = double.subscription(c.storeId, { variantId: variant, email: emailOf() });
+    expect((await deliverLs(p.ctx, c.connectionId, double.event(c.secret, 'subscription_created', double.subscriptionResource(sub)))).status).toBe(200);
+    expect((await licensesOf(p.ctx.store, t.accountId)).length).toBe(1);
+  });
+
   it('subscription_payment_failed e-mails the subscriber where to pay, once per event, and changes no license', async () => {
     const t = await createTenant(p.ctx);
     const c = await connectLemonSqueezy(p, t);

@@ -255,11 +255,20 @@ export class LemonSqueezyProvider implements PaymentProvider {
    * `subscription_created` creates the license linked to the subscription, so the order's own event
    * must not make a second, unlinked one. The order's event does not say; the API does.
    */
+  /**
+   * A subscription's first order is left to its subscription events: told by the variant (its
+   * `is_subscription`), not by looking the subscription up, which Lemon Squeezy may not show yet
+   * when `order_created` arrives (an unlinked license would then be made beside the subscription's).
+   */
   async lineItems(credential: string, orderId: string): Promise<LineItem[] | null> {
-    const subs = await this.ok(credential, 'the subscriptions', () => ls.listSubscriptions({ filter: { orderId } }));
-    if (subs && subs.data.length > 0) return null;
     const items = await this.ok(credential, 'the order items', () => ls.listOrderItems({ filter: { orderId } }));
-    return (items?.data ?? []).map((i) => ({ id: i.id, priceId: idString(i.attributes.variant_id), quantity: i.attributes.quantity || 1 }));
+    const lines = (items?.data ?? []).map((i) => ({ id: i.id, priceId: idString(i.attributes.variant_id), quantity: i.attributes.quantity || 1 }));
+    for (const { priceId } of lines) {
+      if (priceId === null) continue;
+      const variant = await this.ok(credential, 'the variant', () => ls.getVariant(priceId));
+      if (variant?.data.attributes.is_subscription) return null;
+    }
+    return lines;
   }
 
   /** Whether the variant is sold in the connected store (a key reaches every store of its user). */

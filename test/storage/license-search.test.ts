@@ -156,6 +156,8 @@ forEachStore('license substring search, walk and index paths', (kind) => {
             before = page.length === 3 ? position(page[0]!) : undefined;
           }
           expect(backward, label).toEqual(expected.slice(0, -1));
+          // The capped count, walked or through the index: exact up to the cap, then cap + 1.
+          for (const cap of [1, 2, 4, 100]) expect(await repo.countMatches('acc_a', filter, now, cap), `${label}, cap ${cap}`).toBe(Math.min(expected.length, cap + 1));
         }
       }
       // Which path served: with a window of 5, "acme" (most rows) fills a page of 3 in the walk;
@@ -167,6 +169,13 @@ forEachStore('license substring search, walk and index paths', (kind) => {
       paths.mockClear();
       expect((await repo.search('acc_a', { contains: 'zeta' }, now, { limit: 3 })).map((l) => l.key)).toEqual(rows.filter((r) => contains(r, 'zeta')).sort((a, b) => b.created - a.created || byKey(b, a)).map((r) => r.key));
       expect(paths.mock.calls.map((c) => (c[3].walk ? 'walk' : 'index'))).toEqual(['walk', 'index']);
+      // The count walks the key's index when its first rows match densely: "acme" (20 of 24) is
+      // counted without the trigram index; "zeta" goes through it.
+      const counted = vi.spyOn(repo as any, 'countIn');
+      expect(await repo.countMatches('acc_a', { contains: 'acme' }, now, 2)).toBe(3);
+      expect(counted).not.toHaveBeenCalled();
+      expect(await repo.countMatches('acc_a', { contains: 'zeta' }, now, 5)).toBe(3);
+      expect(counted).toHaveBeenCalledTimes(1);
     } finally {
       await store.close();
       await database.drop();

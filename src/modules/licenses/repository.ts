@@ -286,6 +286,9 @@ type PageOptions = { limit: number; after?: SearchPosition; before?: SearchPosit
 /** Rows a search by a piece of text walks in order before turning to the trigram index: see `search` (measured in docs/decisions/license-search.md). */
 const WALK_ROWS = 1000;
 
+/** The page a window of `walkRows` is for: the dashboard's 50 rows and the one past them. */
+const WALK_PAGE = 51;
+
 /**
  * How many times the capped count's rows a dense piece's count may read along the key's index
  * (`countByWalk`): it walks when one row in COUNT_WINDOW or more matches.
@@ -559,13 +562,16 @@ export class SqlLicenseRepository implements LicenseRepository {
   /**
    * A page of the filter's licenses. A piece of text that many licenses contain (the shop's domain)
    * would read and sort every match through the trigram index; so the page first walks a window of
-   * `walkRows` rows of the order's index, testing each row: a dense piece fills the page within a few
-   * rows. Only when the window holds fewer matches than the page does the index serve the page.
+   * `walkRows` rows of the order's index per WALK_PAGE rows of the page, testing each row: a dense
+   * piece fills the page within a few rows. Only when the window holds fewer matches than the page
+   * does the index serve the page.
    */
   async search(accountId: string, f: LicenseFilter, now: number, o: PageOptions): Promise<LicenseSummary[]> {
     let rows: Awaited<ReturnType<typeof this.readPage>> | undefined;
     if (f.contains !== undefined) {
-      const bound = await this.walkBound(accountId, f, now, o, this.walkRows);
+      // The window grows with the page (an export's batch of 1,000 walks 20 windows' worth), so a dense
+      // piece fills a large page in the walk as it fills the dashboard's 50 rows.
+      const bound = await this.walkBound(accountId, f, now, o, this.walkRows * Math.ceil(o.limit / WALK_PAGE));
       const walked = await this.readPage(accountId, f, now, { ...o, walk: { bound } });
       // A full page, or the whole rest of the list walked: the page is decided.
       if (walked.length === o.limit || bound === undefined) rows = walked;

@@ -311,6 +311,14 @@ function fromCursor<Q extends SelectQueryBuilder<Database, 'licenses', any>>(q: 
   return q.where((eb) => eb(eb.refTuple(order, 'key'), op, eb.tuple(position.sort!, position.key))) as Q;
 }
 
+/** `piece` as an FTS5 phrase: with the trigram tokenizer, any text containing it (no wildcards). */
+const ftsPhrase = (piece: string): string => `"${piece.replace(/"/g, '""')}"`;
+
+/** Rows in the order's index order (read backwards with `desc` where the order runs up). */
+function inOrder<Q extends SelectQueryBuilder<Database, 'licenses', any>>(q: Q, order: ReturnType<typeof searchOrder>, direction: 'asc' | 'desc'): Q {
+  return (order === 'key' ? q.orderBy('key', direction) : q.orderBy(order, direction).orderBy('key', direction)) as Q;
+}
+
 export class SqlLicenseRepository implements LicenseRepository {
   private readonly q: Statements;
   private readonly someDevicesReads = new Map<number, Prepared<{ key: string }, Pick<DeviceRow, (typeof DEVICE_COLUMNS)[number]>>>();
@@ -482,7 +490,7 @@ export class SqlLicenseRepository implements LicenseRepository {
     if (this.store.dialect === 'sqlite') {
       // A quoted phrase: with the trigram tokenizer, any row containing the text (no wildcards; a LIKE
       // would need an ESCAPE clause for % and _, and FTS5 then leaves its index unused).
-      const phrase = `"${piece.replace(/"/g, '""')}"`;
+      const phrase = ftsPhrase(piece);
       // The index holds the rows up to the watermark (the indexer adds the rest in batches); the few
       // rows past it are read directly. A deleted row's entry may linger in the index until the
       // indexer takes it out: the join on license_search drops it (ids are never reused).
@@ -533,8 +541,7 @@ export class SqlLicenseRepository implements LicenseRepository {
         .$if(byIndex, (q) =>
           order === 'key' ? q.orderBy(sql`key || ''`, direction) : q.orderBy(sql`${sql.ref(order)} + 0`, direction).orderBy(sql`key || ''`, direction),
         )
-        .$if(!byIndex && order === 'key', (q) => q.orderBy('key', direction))
-        .$if(!byIndex && order !== 'key', (q) => q.orderBy(order, direction).orderBy('key', direction))
+        .$if(!byIndex, (q) => inOrder(q, order, direction))
         .limit(o.limit)
     );
   }
@@ -551,8 +558,7 @@ export class SqlLicenseRepository implements LicenseRepository {
       this.matching(accountId, { ...f, contains: undefined }, now, { expiredFromNow: o.after === undefined })
         .select(order === 'key' ? [sql<null>`NULL`.as('sort'), 'key'] : [sql.ref<number | null>(order).as('sort'), 'key'])
         .$call((q) => fromCursor(q, order, past, o.before ?? o.after))
-        .$if(order === 'key', (q) => q.orderBy('key', direction))
-        .$if(order !== 'key', (q) => q.orderBy(order, direction).orderBy('key', direction))
+        .$call((q) => inOrder(q, order, direction))
         .limit(1)
         .offset(rows - 1),
     );
@@ -639,7 +645,7 @@ export class SqlLicenseRepository implements LicenseRepository {
    */
   private async fewMatches(piece: string): Promise<boolean> {
     if (this.store.dialect !== 'sqlite') return false;
-    const phrase = `"${piece.replace(/"/g, '""')}"`;
+    const phrase = ftsPhrase(piece);
     const row = await this.store.read.first<{ n: number }>(
       sql`SELECT count(*) AS n FROM (SELECT 1 FROM license_search_fts WHERE license_search_fts MATCH ${phrase} LIMIT ${this.walkRows})`.compile(this.db),
     );
@@ -652,8 +658,7 @@ export class SqlLicenseRepository implements LicenseRepository {
     const { direction } = pageDirection(f, {});
     return this.matching(accountId, { ...f, contains: undefined }, now, { expiredFromNow: true })
       .select('key')
-      .$if(order === 'key', (q) => q.orderBy('key', direction))
-      .$if(order !== 'key', (q) => q.orderBy(order, direction).orderBy('key', direction))
+      .$call((q) => inOrder(q, order, direction))
       .limit(rows);
   }
 

@@ -87,6 +87,7 @@ export interface TrialsTable {
   created_at: number;
 }
 
+/** On SQLite the table also has `search_id` (migration 034): its search row, kept by triggers only, never read here. */
 export interface DevicesTable {
   license_key: string;
   identifier: string;

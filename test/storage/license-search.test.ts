@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { sql } from 'kysely';
 import { StoreUnits } from '../../src/storage/unit-of-work.ts';
 import { EventBus } from '../../src/core/unit-of-work.ts';
@@ -82,6 +82,103 @@ forEachStore('license substring search', (kind) => {
         expect(await count('SELECT count(*) AS n FROM license_search WHERE id > (SELECT indexed_through FROM license_search_state)')).toBe(0);
         expect(await indexer.runOnce()).toBe(false);
       }
+    } finally {
+      await store.close();
+      await database.drop();
+    }
+  });
+});
+
+/**
+ * A search by a piece of text first walks a window of the order's index, testing each row (a dense
+ * piece fills the page there), and turns to the trigram index when the window holds fewer matches
+ * than the page: pages both ways are the same whichever path serves them.
+ */
+forEachStore('license substring search, walk and index paths', (kind) => {
+  it('pages forward and back in every order alike whatever the window, and takes the walk when matches are dense', async () => {
+    const database = await createTestDatabase(kind);
+    const store = await database.open();
+    try {
+      const db = store.db as any;
+      const now = 1_700_000_000_000;
+      type Row = { key: string; email: string; created: number; expires: number | null; revoked: boolean; device?: string };
+      const rows: Row[] = [];
+      for (let i = 0; i < 24; i++) {
+        // Most addresses at acme (dense), a few at zeta (sparse: two of them, and one device name).
+        const domain = i % 9 === 4 ? 'zeta.io' : 'acme.com';
+        // Creation times repeat (ties broken by key) and are not in key order.
+        rows.push({ key: `K${String((i * 7) % 24).padStart(2, '0')}-${i}`, email: `c${i}@${domain}`, created: now - ((i * 5) % 8) * 1000, expires: i % 4 === 1 ? now - i * 1000 : null, revoked: i % 6 === 5, device: i % 10 === 3 ? (i === 13 ? 'Zeta laptop' : 'Desk') : undefined });
+      }
+      await store.write(async (tx) => {
+        for (const id of ['acc_a', 'acc_b']) {
+          await tx.run(db.insertInto('accounts').values({ id, email: `${id}@example.com`, password_hash: 'x', created_at: now }));
+          await tx.run(db.insertInto('products').values({ id: `p_${id}`, account_id: id, name: 'P', portal_show: flag(true), portal_allow_device_reset: flag(false), has_image: flag(false), fallback_enabled: flag(false), created_at: now }));
+        }
+        for (const r of rows) {
+          await tx.run(db.insertInto('licenses').values({ key: r.key, account_id: 'acc_a', product_id: 'p_acc_a', type: r.expires === null ? 'perpetual' : 'timed', expires_at: r.expires, revoked: flag(r.revoked), email: r.email, email_normalized: r.email, max_devices: 3, created_at: r.created }));
+          if (r.device) await tx.run(db.insertInto('devices').values({ license_key: r.key, identifier: `dev-${r.key}`, name: r.device, activation_date: now }));
+        }
+        // Another account's zeta licenses: never in acc_a's pages, whichever path.
+        await tx.run(db.insertInto('licenses').values({ key: 'ZZ-other', account_id: 'acc_b', product_id: 'p_acc_b', type: 'perpetual', expires_at: null, revoked: flag(false), email: 'x@zeta.io', email_normalized: 'x@zeta.io', max_devices: 3, created_at: now }));
+      });
+      const contains = (r: Row, piece: string) => r.email.includes(piece) || r.key.toLowerCase().includes(piece) || (r.device !== undefined && (`dev-${r.key}`.toLowerCase().includes(piece) || r.device.toLowerCase().includes(piece)));
+      const cases: [LicenseFilter, (r: Row) => boolean, (a: Row, b: Row) => number, (r: Row) => number | null][] = [];
+      const byKey = (a: Row, b: Row) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+      for (const piece of ['acme', 'zeta', 'k1']) {
+        const has = (r: Row) => contains(r, piece);
+        cases.push([{ contains: piece }, has, (a, b) => b.created - a.created || byKey(b, a), (r) => r.created]);
+        cases.push([{ contains: piece, sort: 'oldest' }, has, (a, b) => a.created - b.created || byKey(a, b), (r) => r.created]);
+        cases.push([{ contains: piece, sort: 'key' }, has, byKey, () => null]);
+        cases.push([{ contains: piece, status: 'revoked' }, (r) => has(r) && r.revoked, (a, b) => b.created - a.created || byKey(b, a), (r) => r.created]);
+        cases.push([{ contains: piece, status: 'expired' }, (r) => has(r) && !r.revoked && r.expires !== null, (a, b) => b.expires! - a.expires! || byKey(b, a), (r) => r.expires]);
+      }
+      for (const walkRows of [1, 2, 3, 5, 1000]) {
+        const repo = new SqlLicenseRepository(store, { walkRows });
+        for (const [filter, keep, order, sortOf] of cases) {
+          const expected = rows.filter(keep).sort(order).map((r) => r.key);
+          const position = (key: string) => ({ sort: sortOf(rows.find((r) => r.key === key)!), key });
+          const label = `${JSON.stringify(filter)} walking ${walkRows}`;
+          // Forward, three at a time, then back from the end.
+          const forward: string[] = [];
+          let after: ReturnType<typeof position> | undefined;
+          for (;;) {
+            const page = (await repo.search('acc_a', filter, now, { limit: 3, after })).map((l) => l.key);
+            forward.push(...page);
+            if (page.length < 3) break;
+            after = position(page[2]!);
+          }
+          expect(forward, label).toEqual(expected);
+          const backward: string[] = [];
+          let before = expected.length > 0 ? position(expected[expected.length - 1]!) : undefined;
+          while (before) {
+            const page = (await repo.search('acc_a', filter, now, { limit: 3, before })).map((l) => l.key);
+            backward.unshift(...page);
+            before = page.length === 3 ? position(page[0]!) : undefined;
+          }
+          expect(backward, label).toEqual(expected.slice(0, -1));
+          // The capped count, walked or through the index: exact up to the cap, then cap + 1.
+          for (const cap of [1, 2, 4, 100]) expect(await repo.countMatches('acc_a', filter, now, cap), `${label}, cap ${cap}`).toBe(Math.min(expected.length, cap + 1));
+        }
+      }
+      // Which path served: with a window of 6, "acme" (most rows) fills a page of 3 in the walk;
+      // "zeta" (3 of 24) does not, and the trigram index serves it. SQLite's FTS5 index tells first
+      // that "zeta" has fewer entries than the window (5, with the other account's and a device's,
+      // once indexed), so it does not walk at all.
+      if (kind === 'sqlite') await (store as any).searchIndex.catchUp();
+      const repo = new SqlLicenseRepository(store, { walkRows: 6 });
+      const paths = vi.spyOn(repo, 'searchQuery');
+      await repo.search('acc_a', { contains: 'acme' }, now, { limit: 3 });
+      expect(paths.mock.calls.map((c) => (c[3].walk ? 'walk' : 'index'))).toEqual(['walk']);
+      paths.mockClear();
+      expect((await repo.search('acc_a', { contains: 'zeta' }, now, { limit: 3 })).map((l) => l.key)).toEqual(rows.filter((r) => contains(r, 'zeta')).sort((a, b) => b.created - a.created || byKey(b, a)).map((r) => r.key));
+      expect(paths.mock.calls.map((c) => (c[3].walk ? 'walk' : 'index'))).toEqual(kind === 'sqlite' ? ['index'] : ['walk', 'index']);
+      // The count walks the key's index when its first rows match densely: "acme" (20 of 24) is
+      // counted without the trigram index; "zeta" goes through it.
+      const counted = vi.spyOn(repo as any, 'countIn');
+      expect(await repo.countMatches('acc_a', { contains: 'acme' }, now, 2)).toBe(3);
+      expect(counted).not.toHaveBeenCalled();
+      expect(await repo.countMatches('acc_a', { contains: 'zeta' }, now, 5)).toBe(3);
+      expect(counted).toHaveBeenCalledTimes(1);
     } finally {
       await store.close();
       await database.drop();

@@ -5,8 +5,8 @@ import { isUniqueViolation } from '../../storage/constraint.ts';
 import { AppError } from '../../core/errors.ts';
 import type { Unit } from '../../core/unit-of-work.ts';
 import type { Actor } from '../../core/principal.ts';
-import { sql, type Updateable } from 'kysely';
-import { bool, type DeviceRow, flag, type LicenseRow, type LicensesTable } from '../../storage/schema.ts';
+import { type SelectQueryBuilder, sql, type Updateable } from 'kysely';
+import { bool, type Database, type DeviceRow, flag, type LicenseRow, type LicensesTable } from '../../storage/schema.ts';
 import { normalizeEmail } from '../../core/email.ts';
 import { containsPattern } from '../../storage/like.ts';
 import { decodeEntitlements, encodeEntitlements } from '../../core/entitlements.ts';
@@ -280,18 +280,61 @@ async function readLicense(ex: Executor, q: Statements, key: string, account?: s
   return { ...toFull(row), activeDevices: devices.map(toDevice) };
 }
 
+/** A page's bounds: its size, and the cursor it starts after (next) or before (previous). */
+type PageOptions = { limit: number; after?: SearchPosition; before?: SearchPosition };
+
+/** Rows a search by a piece of text walks in order before turning to the trigram index: see `search` (measured in docs/decisions/license-search.md). */
+const WALK_ROWS = 1000;
+
+/** The page a window of `walkRows` is for: the dashboard's 50 rows and the one past them. */
+const WALK_PAGE = 51;
+
+/**
+ * How many times the capped count's rows a dense piece's count may read along the key's index
+ * (`countByWalk`): it walks when one row in COUNT_WINDOW or more matches.
+ */
+const COUNT_WINDOW = 8;
+
+/** Which way a page reads its order's index: a previous page reads it backwards from its cursor (the caller turns it round). */
+function pageDirection(f: LicenseFilter, o: Pick<PageOptions, 'after' | 'before'>): { direction: 'asc' | 'desc'; past: '<' | '>' } {
+  const down = descending(f) !== (o.before !== undefined);
+  return { direction: down ? 'desc' : 'asc', past: down ? '<' : '>' };
+}
+
+/**
+ * Rows past `position` in the order's index. A row-value comparison: both stores use it as the index
+ * range's bound (an OR of the two columns is only a filter, which makes page n read every row before it).
+ */
+function fromCursor<Q extends SelectQueryBuilder<Database, 'licenses', any>>(q: Q, order: ReturnType<typeof searchOrder>, op: '<' | '>' | '<=' | '>=', position: SearchPosition | undefined): Q {
+  if (position === undefined) return q;
+  if (order === 'key') return q.where('key', op, position.key) as Q;
+  return q.where((eb) => eb(eb.refTuple(order, 'key'), op, eb.tuple(position.sort!, position.key))) as Q;
+}
+
+/** `piece` as an FTS5 phrase: with the trigram tokenizer, any text containing it (no wildcards). */
+const ftsPhrase = (piece: string): string => `"${piece.replace(/"/g, '""')}"`;
+
+/** Rows in the order's index order (read backwards with `desc` where the order runs up). */
+function inOrder<Q extends SelectQueryBuilder<Database, 'licenses', any>>(q: Q, order: ReturnType<typeof searchOrder>, direction: 'asc' | 'desc'): Q {
+  return (order === 'key' ? q.orderBy('key', direction) : q.orderBy(order, direction).orderBy('key', direction)) as Q;
+}
+
 export class SqlLicenseRepository implements LicenseRepository {
   private readonly q: Statements;
   private readonly someDevicesReads = new Map<number, Prepared<{ key: string }, Pick<DeviceRow, (typeof DEVICE_COLUMNS)[number]>>>();
+
+  /** Rows of the order's index a search by a piece of text walks before turning to the trigram index (`search`). */
+  private readonly walkRows: number;
 
   /** PostgreSQL: validation rows kept between requests (validation-cache.ts); none on SQLite, whose lookups are local. */
   readonly validationCache: ValidationCache | undefined;
 
   constructor(
     private readonly store: Store,
-    options: { validationCacheEntries?: number } = {},
+    options: { validationCacheEntries?: number; walkRows?: number } = {},
   ) {
     this.q = licenseStatements(store);
+    this.walkRows = options.walkRows ?? WALK_ROWS;
     const entries = options.validationCacheEntries ?? 0;
     this.validationCache = store.changes && entries > 0 ? new ValidationCache(store.changes, entries) : undefined;
   }
@@ -409,12 +452,17 @@ export class SqlLicenseRepository implements LicenseRepository {
     return rows.map((r) => ({ ...toFull(r), activeDevices: byKey.get(r.key) ?? [] }));
   }
 
-  /** The licenses the filter matches, unordered and unbounded (the page and the count add theirs). */
-  private matching(accountId: string, f: LicenseFilter, now: number, from: { expiredFromNow: boolean }) {
-    // With a piece of text, the matches drive: SQLite would otherwise walk the account's whole
-    // created_at index (to skip the sort) probing each row against them; the unary + keeps it off
-    // that index, so it reads the matches by primary key and sorts only those.
-    const drivenByText = f.contains !== undefined && this.store.dialect === 'sqlite';
+  /**
+   * The licenses the filter matches, unordered and unbounded (the page and the count add theirs). A
+   * piece of text is matched through its trigram index (`byIndex`: the matches drive) or row by row
+   * (`walk`: along the order's index, see `search`).
+   */
+  private matching(accountId: string, f: LicenseFilter, now: number, from: { expiredFromNow: boolean; text?: 'byIndex' | 'walk' }) {
+    const text = f.contains === undefined ? undefined : (from.text ?? 'byIndex');
+    // With the matches driving, SQLite would otherwise walk the account's whole created_at index (to
+    // skip the sort) probing each row against them; the unary + keeps it off that index, so it reads
+    // the matches by primary key and sorts only those.
+    const drivenByText = text === 'byIndex' && this.store.dialect === 'sqlite';
     return this.db
       .selectFrom('licenses')
       .$if(!drivenByText, (q) => q.where('account_id', '=', accountId))
@@ -423,7 +471,8 @@ export class SqlLicenseRepository implements LicenseRepository {
       .$if(f.email !== undefined, (q) => q.where('email_normalized', '=', f.email!))
       // The prefix as a key range: an index range scan on both stores (keys are ASCII; the column compares bytewise).
       .$if(f.keyPrefix !== undefined, (q) => q.where('key', '>=', f.keyPrefix!).where('key', '<', `${f.keyPrefix!}\u007f`))
-      .$if(f.contains !== undefined, (q) => q.where('key', 'in', this.containing(f.contains!)))
+      .$if(text === 'byIndex', (q) => q.where('key', 'in', this.containing(f.contains!)))
+      .$if(text === 'walk', (q) => q.where(this.rowContains(f.contains!)))
       .$if(f.status === 'revoked', (q) => q.where('revoked', '=', flag(true)))
       .$if(f.status === 'active', (q) =>
         q.where('revoked', '=', flag(false)).where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)])),
@@ -441,7 +490,7 @@ export class SqlLicenseRepository implements LicenseRepository {
     if (this.store.dialect === 'sqlite') {
       // A quoted phrase: with the trigram tokenizer, any row containing the text (no wildcards; a LIKE
       // would need an ESCAPE clause for % and _, and FTS5 then leaves its index unused).
-      const phrase = `"${piece.replace(/"/g, '""')}"`;
+      const phrase = ftsPhrase(piece);
       // The index holds the rows up to the watermark (the indexer adds the rest in batches); the few
       // rows past it are read directly. A deleted row's entry may linger in the index until the
       // indexer takes it out: the join on license_search drops it (ids are never reused).
@@ -453,48 +502,164 @@ export class SqlLicenseRepository implements LicenseRepository {
       UNION SELECT license_key FROM devices WHERE lower(identifier) LIKE ${pattern} ESCAPE '\\' OR lower(name) LIKE ${pattern} ESCAPE '\\')`;
   }
 
-  /** The statement of one search page (the benchmark and the plan test read it too). */
-  searchQuery(accountId: string, f: LicenseFilter, now: number, o: { limit: number; after?: SearchPosition; before?: SearchPosition }) {
+  /**
+   * Whether this license row's address or key, or one of its devices' identifier or name, contains
+   * `piece` (lower-case): the same rule as `containing`, tested on one row (a dense search's walk).
+   */
+  private rowContains(piece: string) {
+    if (this.store.dialect === 'sqlite') {
+      // instr, not LIKE: no wildcard characters to escape. lower() folds ASCII only, as the rows past
+      // the FTS5 index's watermark are read (`containing`).
+      return sql<boolean>`(instr(coalesce(licenses.email_normalized, ''), ${piece}) > 0 OR instr(lower(licenses.key), ${piece}) > 0
+        OR EXISTS (SELECT 1 FROM devices d WHERE d.license_key = licenses.key AND (instr(lower(d.identifier), ${piece}) > 0 OR instr(lower(d.name), ${piece}) > 0)))`;
+    }
+    const pattern = containsPattern(piece);
+    return sql<boolean>`(licenses.email_normalized LIKE ${pattern} ESCAPE '\\' OR licenses.key ILIKE ${pattern} ESCAPE '\\'
+      OR EXISTS (SELECT 1 FROM devices d WHERE d.license_key = licenses.key AND (lower(d.identifier) LIKE ${pattern} ESCAPE '\\' OR lower(d.name) LIKE ${pattern} ESCAPE '\\')))`;
+  }
+
+  /**
+   * The statement of one search page (the benchmark and the plan test read it too). `walk`: a piece
+   * of text is tested row by row along the order's index from the cursor, up to `walk.bound` (the
+   * last row of the window, included) when given.
+   */
+  searchQuery(accountId: string, f: LicenseFilter, now: number, o: PageOptions & { walk?: { bound?: SearchPosition } }) {
     const order = searchOrder(f);
-    // A previous page reads the same index backwards from its cursor; the caller turns it round.
-    const backwards = o.before !== undefined;
-    const cursor = o.before ?? o.after;
-    const down = descending(f) !== backwards;
-    const direction = down ? 'desc' : 'asc';
-    const past = down ? '<' : '>';
+    const { direction, past } = pageDirection(f, o);
+    const byIndex = f.contains !== undefined && o.walk === undefined;
+    const bound = o.walk?.bound;
     return (
-      this.matching(accountId, f, now, { expiredFromNow: o.after === undefined })
+      this.matching(accountId, f, now, { expiredFromNow: o.after === undefined, text: byIndex ? 'byIndex' : 'walk' })
         .selectAll()
         // Each row's device count in the same statement: one probe of the devices' primary key per row.
         .select((eb) => eb.selectFrom('devices').select(eb.fn.countAll<number>().as('n')).whereRef('devices.license_key', '=', 'licenses.key').as('device_count'))
-        .$if(cursor !== undefined && order === 'key', (q) => q.where('key', past, cursor!.key))
-        // A row-value comparison: both stores use it as the index range's bound (an OR of the two
-        // columns is only a filter, which makes page n read every row before it).
-        .$if(cursor !== undefined && order !== 'key', (q) =>
-          q.where((eb) => eb(eb.refTuple(order as 'created_at', 'key'), past, eb.tuple(cursor!.sort!, cursor!.key))),
-        )
-        // With a piece of text, ordering by an expression keeps PostgreSQL off the account's ordered
-        // index too (it would walk it probing each row against the matches): the matches drive and
-        // only they are sorted.
-        .$if(f.contains !== undefined, (q) =>
+        .$call((q) => fromCursor(q, order, past, o.before ?? o.after))
+        .$if(bound !== undefined, (q) => fromCursor(q, order, past === '<' ? '>=' : '<=', bound))
+        // With the matches driving, ordering by an expression keeps PostgreSQL off the account's
+        // ordered index too (it would walk it probing each row against the matches): only the
+        // matches are sorted.
+        .$if(byIndex, (q) =>
           order === 'key' ? q.orderBy(sql`key || ''`, direction) : q.orderBy(sql`${sql.ref(order)} + 0`, direction).orderBy(sql`key || ''`, direction),
         )
-        .$if(f.contains === undefined && order === 'key', (q) => q.orderBy('key', direction))
-        .$if(f.contains === undefined && order !== 'key', (q) => q.orderBy(order, direction).orderBy('key', direction))
+        .$if(!byIndex, (q) => inOrder(q, order, direction))
         .limit(o.limit)
     );
   }
 
-  async search(accountId: string, f: LicenseFilter, now: number, o: { limit: number; after?: SearchPosition; before?: SearchPosition }): Promise<LicenseSummary[]> {
-    const rows = await this.store.read.all(this.searchQuery(accountId, f, now, o));
+  /**
+   * The last row of the window a dense search walks: the `rows`-th row of the order's index from
+   * the cursor, the text aside (an index-only read of that many entries), or undefined when fewer
+   * rows are left.
+   */
+  private async walkBound(accountId: string, f: LicenseFilter, now: number, o: Pick<PageOptions, 'after' | 'before'>, rows: number): Promise<SearchPosition | undefined> {
+    const order = searchOrder(f);
+    const { direction, past } = pageDirection(f, o);
+    const row = await this.store.read.first(
+      this.matching(accountId, { ...f, contains: undefined }, now, { expiredFromNow: o.after === undefined })
+        .select(order === 'key' ? [sql<null>`NULL`.as('sort'), 'key'] : [sql.ref<number | null>(order).as('sort'), 'key'])
+        .$call((q) => fromCursor(q, order, past, o.before ?? o.after))
+        .$call((q) => inOrder(q, order, direction))
+        .limit(1)
+        .offset(rows - 1),
+    );
+    return row && { sort: row.sort, key: row.key };
+  }
+
+  /**
+   * A page of the filter's licenses. A piece of text that many licenses contain (the shop's domain)
+   * would read and sort every match through the trigram index; so the page first walks a window of
+   * `walkRows` rows of the order's index per WALK_PAGE rows of the page, testing each row: a dense
+   * piece fills the page within a few rows. Only when the window holds fewer matches than the page
+   * does the index serve the page.
+   */
+  async search(accountId: string, f: LicenseFilter, now: number, o: PageOptions): Promise<LicenseSummary[]> {
+    let rows: Awaited<ReturnType<typeof this.readPage>> | undefined;
+    if (f.contains !== undefined && !(await this.fewMatches(f.contains))) {
+      // The window grows with the page (an export's batch of 1,000 walks 20 windows' worth), so a dense
+      // piece fills a large page in the walk as it fills the dashboard's 50 rows.
+      const bound = await this.walkBound(accountId, f, now, o, this.walkRows * Math.ceil(o.limit / WALK_PAGE));
+      const walked = await this.readPage(accountId, f, now, { ...o, walk: { bound } });
+      // A full page, or the whole rest of the list walked: the page is decided.
+      if (walked.length === o.limit || bound === undefined) rows = walked;
+    }
+    rows ??= await this.readPage(accountId, f, now, o);
     if (o.before !== undefined) rows.reverse();
     return rows.map((r) => ({ ...toRecord(r), activeDeviceCount: Number(r.device_count ?? 0) }));
   }
 
+  private readPage(accountId: string, f: LicenseFilter, now: number, o: PageOptions & { walk?: { bound?: SearchPosition } }) {
+    return this.store.read.all(this.searchQuery(accountId, f, now, o));
+  }
+
   async countMatches(accountId: string, f: LicenseFilter, now: number, cap: number): Promise<number> {
+    if (f.contains !== undefined) {
+      const walked = await this.countByWalk(accountId, f, now, cap);
+      if (walked !== undefined) return walked;
+    }
+    return this.countIn(accountId, f, now, cap);
+  }
+
+  /** The filter's matches through the trigram index, at most `cap` + 1. */
+  private async countIn(accountId: string, f: LicenseFilter, now: number, cap: number): Promise<number> {
     const capped = this.matching(accountId, f, now, { expiredFromNow: true }).select(sql<number>`1`.as('one')).limit(cap + 1);
     const row = await this.store.read.first(this.db.selectFrom(capped.as('m')).select((eb) => eb.fn.countAll<number>().as('n')));
     return Number(row?.n ?? 0);
+  }
+
+  /**
+   * A dense piece's capped count, read along the key's index (a count needs no order, and the key's is
+   * the table's own, read in sequence): through the trigram index, a piece in every license reads
+   * every match (1-3 s at 1,000,000). First the first `walkRows` rows, each tested: they are all of the
+   * filter's rows (the exact count), or fewer than one in COUNT_WINDOW matches (undefined: the index
+   * counts). Then up to COUNT_WINDOW × (cap + 1) rows, stopping at the `cap` + 1st match: more than
+   * `cap`, or undefined.
+   */
+  private async countByWalk(accountId: string, f: LicenseFilter, now: number, cap: number): Promise<number | undefined> {
+    const inKeyOrder: LicenseFilter = { ...f, sort: 'key' };
+    const sample = await this.store.read.first(
+      this.db
+        .selectFrom(this.walkWindow(accountId, inKeyOrder, now, this.walkRows).as('w'))
+        .innerJoin('licenses', 'licenses.key', 'w.key')
+        .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.sum<number>(sql`CASE WHEN ${this.rowContains(f.contains!)} THEN 1 ELSE 0 END`).as('matched')]),
+    );
+    const [rows, matched] = [Number(sample?.n ?? 0), Number(sample?.matched ?? 0)];
+    if (rows < this.walkRows) return Math.min(matched, cap + 1);
+    if (matched * COUNT_WINDOW < this.walkRows) return undefined;
+    const capped = this.db
+      .selectFrom(this.walkWindow(accountId, inKeyOrder, now, COUNT_WINDOW * (cap + 1)).as('w'))
+      .innerJoin('licenses', 'licenses.key', 'w.key')
+      .select(sql<number>`1`.as('one'))
+      .where(this.rowContains(f.contains!))
+      .limit(cap + 1);
+    const n = Number((await this.store.read.first(this.db.selectFrom(capped.as('m')).select((eb) => eb.fn.countAll<number>().as('n'))))?.n ?? 0);
+    return n > cap ? n : undefined;
+  }
+
+  /**
+   * Whether the trigram index holds fewer than `walkRows` entries containing `piece`, all accounts'
+   * (then it serves the page at once, and a walk would only add its row tests; the count's first
+   * window is read in key order, cheaper than this question for a piece of common trigrams). Only
+   * SQLite can tell cheaply: FTS5 reads a phrase's matches lazily (~1 ms for a rare piece, 6 ms to
+   * find 1,000 of "@example" at 1,000,000); PostgreSQL's GIN scan builds its whole bitmap first.
+   * Rows past the indexer's watermark are not counted: a few, and any path finds them.
+   */
+  private async fewMatches(piece: string): Promise<boolean> {
+    if (this.store.dialect !== 'sqlite') return false;
+    const phrase = ftsPhrase(piece);
+    const row = await this.store.read.first<{ n: number }>(
+      sql`SELECT count(*) AS n FROM (SELECT 1 FROM license_search_fts WHERE license_search_fts MATCH ${phrase} LIMIT ${this.walkRows})`.compile(this.db),
+    );
+    return Number(row?.n ?? 0) < this.walkRows;
+  }
+
+  /** The keys of the first `rows` rows of the filter, the text aside, in its order. */
+  private walkWindow(accountId: string, f: LicenseFilter, now: number, rows: number) {
+    const order = searchOrder(f);
+    const { direction } = pageDirection(f, {});
+    return this.matching(accountId, { ...f, contains: undefined }, now, { expiredFromNow: true })
+      .select('key')
+      .$call((q) => inOrder(q, order, direction))
+      .limit(rows);
   }
 
   async listRecordsByProduct(unit: Unit, accountId: string, productId: string): Promise<FullLicenseRecord[]> {

@@ -26,6 +26,7 @@ import * as m025OfferEntitlements from './025_offer_entitlements.ts';
 import * as m029LicenseSearch from './029_license_search.ts';
 import * as m031WebhookAttemptExchange from './031_webhook_attempt_exchange.ts';
 import * as m032BrandingTeamLog from './032_branding_team_log.ts';
+import * as m034SearchWrites from './034_search_writes.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -60,6 +61,7 @@ export const migrations: Record<string, Migration> = {
   '029_license_search': m029LicenseSearch,
   '031_webhook_attempt_exchange': m031WebhookAttemptExchange,
   '032_branding_team_log': m032BrandingTeamLog,
+  '034_search_writes': m034SearchWrites,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

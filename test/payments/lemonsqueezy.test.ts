@@ -29,6 +29,16 @@ forEachStore('payments: Lemon Squeezy', (kind) => {
     return { t, c, productId: product.id, variant };
   }
 
+  /** A tenant connected to a store with one mapped subscription variant. */
+  async function subscriptionShop() {
+    const t = await createTenant(p.ctx);
+    const c = await connectLemonSqueezy(p, t);
+    const product = await createProduct(p.ctx, t);
+    const variant = double.variant(c.storeId, { subscription: true });
+    await mapVariant(t, product.id, { priceId: variant, billing: 'subscription', licenseType: 'timed', maxDevices: 2 });
+    return { t, c, variant };
+  }
+
   const orderEvent = (c: LsConnected, order: ReturnType<typeof double.order>, name = 'order_created', custom?: Record<string, string>) => double.event(c.secret, name, double.orderResource(order), custom);
 
   it('connects with the key and store: webhook created at Lemon Squeezy, secrets sealed, GET shows it; another tenant sees none', async () => {
@@ -171,11 +181,7 @@ forEachStore('payments: Lemon Squeezy', (kind) => {
   });
 
   it("a subscription's first order makes no license of its own, even when Lemon Squeezy does not show the subscription yet: subscription_created makes the one linked license", async () => {
-    const t = await createTenant(p.ctx);
-    const c = await connectLemonSqueezy(p, t);
-    const product = await createProduct(p.ctx, t);
-    const variant = double.variant(c.storeId, { subscription: true });
-    await mapVariant(t, product.id, { priceId: variant, billing: 'subscription', licenseType: 'timed', maxDevices: 2 });
+    const { t, c, variant } = await subscriptionShop();
     // order_created first, its subscription not created yet at Lemon Squeezy (a plain order of the subscription variant).
     const early = double.order(c.storeId, { variantId: variant, email: emailOf() });
     expect((await deliverLs(p.ctx, c.connectionId, orderEvent(c, early))).status).toBe(200);
@@ -186,11 +192,7 @@ forEachStore('payments: Lemon Squeezy', (kind) => {
   });
 
   it('subscription_payment_failed e-mails the subscriber where to pay, once per event, and changes no license', async () => {
-    const t = await createTenant(p.ctx);
-    const c = await connectLemonSqueezy(p, t);
-    const product = await createProduct(p.ctx, t);
-    const variant = double.variant(c.storeId, { subscription: true });
-    await mapVariant(t, product.id, { priceId: variant, billing: 'subscription', licenseType: 'timed', maxDevices: 2 });
+    const { t, c, variant } = await subscriptionShop();
     const email = emailOf();
     const { sub, order } = double.subscription(c.storeId, { variantId: variant, email });
     for (const [name, data] of [['order_created', double.orderResource(order)], ['subscription_created', double.subscriptionResource(sub)]] as const) {

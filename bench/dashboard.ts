@@ -36,6 +36,10 @@ const { values: flags } = parseArgs({
     'sqlite-dir': { type: 'string' },
     /** Seeds a new SQLite DATA_DIR at this path for later runs' --sqlite-dir, and stops. */
     'seed-sqlite-dir': { type: 'string' },
+    /** A PostgreSQL database (on --database-url's server) seeded by an earlier run: kept, not seeded again. */
+    'postgres-db': { type: 'string' },
+    /** Seeds a new PostgreSQL database of this name for later runs' --postgres-db, and stops. */
+    'seed-postgres-db': { type: 'string' },
     'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
   },
 });
@@ -91,8 +95,8 @@ async function seedShop(target: { databaseUrl?: string; dataDir: string }): Prom
 }
 
 /** The keys of a DATA_DIR seeded by an earlier run. */
-async function seeded(dataDir: string): Promise<{ email: string; keys: string[] }> {
-  const store = await openStore({ dataDir });
+async function seeded(target: { databaseUrl?: string; dataDir: string }): Promise<{ email: string; keys: string[] }> {
+  const store = await openStore(target);
   try {
     const rows = await store.read.all(store.db.selectFrom('licenses').select('key').orderBy('key'));
     return { email: 'customer7@example.com', keys: rows.map((r) => r.key) };
@@ -107,22 +111,13 @@ function stats(ms: number[]) {
 }
 
 async function run(kind: 'sqlite' | 'postgres'): Promise<void> {
-  const reuse = kind === 'sqlite' ? flags['sqlite-dir'] : undefined;
-  const dataDir = reuse ?? mkdtempSync(join(tmpdir(), 'tessera-bench-dash-'));
-  let databaseUrl: string | undefined;
-  const dbName = `tessera_bench_dash_${process.pid}`;
-  if (kind === 'postgres') {
-    const admin = new pg.Client({ connectionString: flags['database-url'] });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${dbName}`);
-    await admin.end();
-    const url = new URL(flags['database-url']!);
-    url.pathname = `/${dbName}`;
-    databaseUrl = url.toString();
-  }
+  const reuse = kind === 'sqlite' ? flags['sqlite-dir'] : flags['postgres-db'];
+  const dataDir = (kind === 'sqlite' ? reuse : undefined) ?? mkdtempSync(join(tmpdir(), 'tessera-bench-dash-'));
+  const dbName = reuse ?? `tessera_bench_dash_${process.pid}`;
+  const databaseUrl = kind === 'postgres' ? (reuse ? databaseOf(dbName) : await createDatabase(dbName)) : undefined;
   try {
     const t0 = Date.now();
-    const { email, keys } = reuse ? await seeded(dataDir) : await seedShop({ databaseUrl, dataDir });
+    const { email, keys } = reuse ? await seeded({ databaseUrl, dataDir }) : await seedShop({ databaseUrl, dataDir });
     if (databaseUrl) {
       const c = new pg.Client({ connectionString: databaseUrl });
       await c.connect();
@@ -245,14 +240,38 @@ async function run(kind: 'sqlite' | 'postgres'): Promise<void> {
       await child.stop();
     }
   } finally {
-    if (!reuse) rmSync(dataDir, { recursive: true, force: true });
-    if (kind === 'postgres') {
+    if (!reuse || kind === 'postgres') rmSync(dataDir, { recursive: true, force: true });
+    if (kind === 'postgres' && !reuse) {
       const admin = new pg.Client({ connectionString: flags['database-url'] });
       await admin.connect();
       await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
       await admin.end();
     }
   }
+}
+
+/** The URL of database `name` on --database-url's server. */
+function databaseOf(name: string): string {
+  const url = new URL(flags['database-url']!);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function createDatabase(name: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: flags['database-url'] });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  return databaseOf(name);
+}
+
+if (flags['seed-postgres-db']) {
+  const t0 = Date.now();
+  const dataDir = mkdtempSync(join(tmpdir(), 'tessera-bench-dash-'));
+  await seedShop({ databaseUrl: await createDatabase(flags['seed-postgres-db']), dataDir });
+  rmSync(dataDir, { recursive: true, force: true });
+  console.log(`seeded ${COUNT.toLocaleString('en-US')} licenses into database ${flags['seed-postgres-db']} in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+  process.exit(0);
 }
 
 if (flags['seed-sqlite-dir']) {

@@ -160,18 +160,12 @@ forEachStore('license substring search, walk and index paths', (kind) => {
           for (const cap of [1, 2, 4, 100]) expect(await repo.countMatches('acc_a', filter, now, cap), `${label}, cap ${cap}`).toBe(Math.min(expected.length, cap + 1));
         }
       }
-      // Which path served: with a window of 6, "acme" (most rows) fills a page of 3 in the walk;
-      // "zeta" (3 of 24) does not, and the trigram index serves it. SQLite's FTS5 index tells first
-      // that "zeta" has fewer entries than the window (5, with the other account's and a device's,
-      // once indexed), so it does not walk at all.
+      // Which path served: with a window of 6, "acme" (most rows) fills a page of 3 in the walk.
       if (kind === 'sqlite') await (store as any).searchIndex.catchUp();
       const repo = new SqlLicenseRepository(store, { walkRows: 6 });
       const paths = vi.spyOn(repo, 'searchQuery');
       await repo.search('acc_a', { contains: 'acme' }, now, { limit: 3 });
       expect(paths.mock.calls.map((c) => (c[3].walk ? 'walk' : 'index'))).toEqual(['walk']);
-      paths.mockClear();
-      expect((await repo.search('acc_a', { contains: 'zeta' }, now, { limit: 3 })).map((l) => l.key)).toEqual(rows.filter((r) => contains(r, 'zeta')).sort((a, b) => b.created - a.created || byKey(b, a)).map((r) => r.key));
-      expect(paths.mock.calls.map((c) => (c[3].walk ? 'walk' : 'index'))).toEqual(kind === 'sqlite' ? ['index'] : ['walk', 'index']);
       // The count walks the key's index when its first rows match densely: "acme" (20 of 24) is
       // counted without the trigram index; "zeta" goes through it.
       const counted = vi.spyOn(repo as any, 'countIn');
@@ -179,6 +173,61 @@ forEachStore('license substring search, walk and index paths', (kind) => {
       expect(counted).not.toHaveBeenCalled();
       expect(await repo.countMatches('acc_a', { contains: 'zeta' }, now, 5)).toBe(3);
       expect(counted).toHaveBeenCalledTimes(1);
+    } finally {
+      await store.close();
+      await database.drop();
+    }
+  });
+
+  it("walks a second window sized by the first one's matches, and leaves the rest to the index", async () => {
+    const database = await createTestDatabase(kind);
+    const store = await database.open();
+    try {
+      const db = store.db as any;
+      const now = 1_700_000_000_000;
+      // Forty licenses, newest first in index order i = 0..39: "mid" in every fourth (i = 0, 4, 8...),
+      // "rare" in two (i = 0 and 30), "late" in one (i = 39).
+      const mark = (i: number) => [i % 4 === 0 && 'mid', (i === 0 || i === 30) && 'rare', i === 39 && 'late'].filter(Boolean).join('-') || 'x';
+      await store.write(async (tx) => {
+        await tx.run(db.insertInto('accounts').values({ id: 'acc_a', email: 'a@example.com', password_hash: 'x', created_at: now }));
+        await tx.run(db.insertInto('products').values({ id: 'p_a', account_id: 'acc_a', name: 'P', portal_show: flag(true), portal_allow_device_reset: flag(false), has_image: flag(false), fallback_enabled: flag(false), created_at: now }));
+        for (let i = 0; i < 40; i++) {
+          const email = `c${i}-${mark(i)}@shop.test`;
+          await tx.run(db.insertInto('licenses').values({ key: `K-${String(i).padStart(2, '0')}`, account_id: 'acc_a', product_id: 'p_a', type: 'perpetual', expires_at: null, revoked: flag(false), email, email_normalized: email, max_devices: 3, created_at: now - i * 1000 }));
+        }
+      });
+      if (kind === 'sqlite') await (store as any).searchIndex.catchUp();
+      const repo = new SqlLicenseRepository(store, { walkRows: 4 });
+      const paths = vi.spyOn(repo, 'searchQuery');
+      const page = async (piece: string) => {
+        paths.mockClear();
+        const keys = (await repo.search('acc_a', { contains: piece }, now, { limit: 3 })).map((l) => l.key);
+        return { keys, paths: paths.mock.calls.map((c) => (c[3].walk ? 'walk' : c[3].ids ? 'ids' : 'index')) };
+      };
+      // "mid": the first window (i = 0..3) holds one match of three; a second of 1.5 × 2 × 4 = 12 rows
+      // (i = 4..15) holds the other two: no trigram index.
+      expect(await page('mid')).toEqual({ keys: ['K-00', 'K-04', 'K-08'], paths: ['walk', 'walk'] });
+      // "rare": one in the first window, none in the second; the index serves the page. On SQLite
+      // FTS5 has already said that "rare" has fewer entries than the window: its ids serve the page.
+      expect(await page('rare')).toEqual({ keys: ['K-00', 'K-30'], paths: kind === 'sqlite' ? ['ids'] : ['walk', 'walk', 'index'] });
+      // "late": none in the first window, so no density to size a second one by.
+      expect(await page('late')).toEqual({ keys: ['K-39'], paths: kind === 'sqlite' ? ['ids'] : ['walk', 'index'] });
+      // Backwards from the end, "mid" alike: i = 39..36 hold one (36), then 12 rows (35..24) two more.
+      paths.mockClear();
+      const back = (await repo.search('acc_a', { contains: 'mid' }, now, { limit: 3, before: { sort: now - 40 * 1000, key: 'K-40' } })).map((l) => l.key);
+      expect(back).toEqual(['K-28', 'K-32', 'K-36']);
+      expect(paths.mock.calls.map((c) => (c[3].walk ? 'walk' : 'index'))).toEqual(['walk', 'walk']);
+      // The count of a piece FTS5 found few of is served by the same ids (SQLite), without a walk.
+      const walkedCount = vi.spyOn(repo as any, 'countByWalk');
+      expect(await repo.countMatches('acc_a', { contains: 'rare' }, now, 100)).toBe(2);
+      expect(walkedCount).toHaveBeenCalledTimes(kind === 'sqlite' ? 0 : 1);
+      expect(await repo.countMatches('acc_a', { contains: 'mid' }, now, 100)).toBe(10);
+      // A page and its count asked together (as the dashboard does) share one read of FTS5's lists.
+      const reads = vi.spyOn(store.read, 'all');
+      const [rare, rareCount] = await Promise.all([repo.search('acc_a', { contains: 'rare' }, now, { limit: 3 }), repo.countMatches('acc_a', { contains: 'rare' }, now, 100)]);
+      expect([rare.length, rareCount]).toEqual([2, 2]);
+      const ftsReads = reads.mock.calls.filter(([q]) => /MATCH/.test((q as { sql: string }).sql ?? String(q)));
+      expect(ftsReads).toHaveLength(kind === 'sqlite' ? 1 : 0);
     } finally {
       await store.close();
       await database.drop();

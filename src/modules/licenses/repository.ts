@@ -283,11 +283,25 @@ async function readLicense(ex: Executor, q: Statements, key: string, account?: s
 /** A page's bounds: its size, and the cursor it starts after (next) or before (previous). */
 type PageOptions = { limit: number; after?: SearchPosition; before?: SearchPosition };
 
+/**
+ * How a page's piece of text is matched: `walk`: tested row by row along the order's index from the
+ * cursor, up to `bound` (the last row of the window, included) when given; `ids`: the search side
+ * rows SQLite's FTS5 index found (`fewMatchIds`); neither: through the trigram index.
+ */
+type TextPath = { walk?: { bound?: SearchPosition }; ids?: readonly number[] };
+
 /** Rows a search by a piece of text walks in order before turning to the trigram index: see `search` (measured in docs/decisions/license-search.md). */
 const WALK_ROWS = 1000;
 
 /** The page a window of `walkRows` is for: the dashboard's 50 rows and the one past them. */
 const WALK_PAGE = 51;
+
+/**
+ * How many windows' worth of rows a walk may add when its first window held some matches, too few
+ * for the page (`walkPage`): pieces in more than about one license in WALK_GROWTH × 20 fill a page
+ * in the walk.
+ */
+const WALK_GROWTH = 8;
 
 /**
  * How many times the capped count's rows a dense piece's count may read along the key's index
@@ -325,6 +339,8 @@ export class SqlLicenseRepository implements LicenseRepository {
 
   /** Rows of the order's index a search by a piece of text walks before turning to the trigram index (`search`). */
   private readonly walkRows: number;
+  /** SQLite's FTS5 reads of a piece's few matches in flight, shared by concurrent callers (`fewMatchIds`). */
+  private readonly idReads = new Map<string, Promise<readonly number[] | undefined>>();
 
   /** PostgreSQL: validation rows kept between requests (validation-cache.ts); none on SQLite, whose lookups are local. */
   readonly validationCache: ValidationCache | undefined;
@@ -457,7 +473,7 @@ export class SqlLicenseRepository implements LicenseRepository {
    * piece of text is matched through its trigram index (`byIndex`: the matches drive) or row by row
    * (`walk`: along the order's index, see `search`).
    */
-  private matching(accountId: string, f: LicenseFilter, now: number, from: { expiredFromNow: boolean; text?: 'byIndex' | 'walk' }) {
+  private matching(accountId: string, f: LicenseFilter, now: number, from: { expiredFromNow: boolean; text?: 'byIndex' | 'walk'; ids?: readonly number[] }) {
     const text = f.contains === undefined ? undefined : (from.text ?? 'byIndex');
     // With the matches driving, SQLite would otherwise walk the account's whole created_at index (to
     // skip the sort) probing each row against them; the unary + keeps it off that index, so it reads
@@ -471,7 +487,7 @@ export class SqlLicenseRepository implements LicenseRepository {
       .$if(f.email !== undefined, (q) => q.where('email_normalized', '=', f.email!))
       // The prefix as a key range: an index range scan on both stores (keys are ASCII; the column compares bytewise).
       .$if(f.keyPrefix !== undefined, (q) => q.where('key', '>=', f.keyPrefix!).where('key', '<', `${f.keyPrefix!}\u007f`))
-      .$if(text === 'byIndex', (q) => q.where('key', 'in', this.containing(f.contains!)))
+      .$if(text === 'byIndex', (q) => q.where('key', 'in', this.containing(f.contains!, from.ids)))
       .$if(text === 'walk', (q) => q.where(this.rowContains(f.contains!)))
       .$if(f.status === 'revoked', (q) => q.where('revoked', '=', flag(true)))
       .$if(f.status === 'active', (q) =>
@@ -484,17 +500,19 @@ export class SqlLicenseRepository implements LicenseRepository {
   /**
    * The keys of licenses whose address or key, or one of whose devices' identifier or name, contains
    * `piece` (lower-case). Any account's: the caller's `account_id` condition keeps the tenant's own.
-   * SQLite: migration 029's FTS5 trigram table; PostgreSQL: its pg_trgm GIN indexes.
+   * SQLite: migration 029's FTS5 trigram table, or the side rows it has already found (`ids`);
+   * PostgreSQL: its pg_trgm GIN indexes.
    */
-  private containing(piece: string) {
+  private containing(piece: string, ids?: readonly number[]) {
     if (this.store.dialect === 'sqlite') {
       // A quoted phrase: with the trigram tokenizer, any row containing the text (no wildcards; a LIKE
-      // would need an ESCAPE clause for % and _, and FTS5 then leaves its index unused).
-      const phrase = ftsPhrase(piece);
+      // would need an ESCAPE clause for % and _, and FTS5 then leaves its index unused). Found ids
+      // travel as one JSON parameter: one statement text whatever their number.
+      const indexed = ids ? sql`SELECT value FROM json_each(${JSON.stringify(ids)})` : sql`SELECT rowid FROM license_search_fts WHERE license_search_fts MATCH ${ftsPhrase(piece)}`;
       // The index holds the rows up to the watermark (the indexer adds the rest in batches); the few
       // rows past it are read directly. A deleted row's entry may linger in the index until the
       // indexer takes it out: the join on license_search drops it (ids are never reused).
-      return sql<string>`(SELECT license_key FROM license_search WHERE id IN (SELECT rowid FROM license_search_fts WHERE license_search_fts MATCH ${phrase})
+      return sql<string>`(SELECT license_key FROM license_search WHERE id IN (${indexed})
         UNION ALL SELECT license_key FROM license_search WHERE id > (SELECT indexed_through FROM license_search_state WHERE k = 0) AND instr(lower(body), ${piece}) > 0)`;
     }
     const pattern = containsPattern(piece);
@@ -518,18 +536,14 @@ export class SqlLicenseRepository implements LicenseRepository {
       OR EXISTS (SELECT 1 FROM devices d WHERE d.license_key = licenses.key AND (lower(d.identifier) LIKE ${pattern} ESCAPE '\\' OR lower(d.name) LIKE ${pattern} ESCAPE '\\')))`;
   }
 
-  /**
-   * The statement of one search page (the benchmark and the plan test read it too). `walk`: a piece
-   * of text is tested row by row along the order's index from the cursor, up to `walk.bound` (the
-   * last row of the window, included) when given.
-   */
-  searchQuery(accountId: string, f: LicenseFilter, now: number, o: PageOptions & { walk?: { bound?: SearchPosition } }) {
+  /** The statement of one search page (the benchmark and the plan test read it too), its text matched as `TextPath` says. */
+  searchQuery(accountId: string, f: LicenseFilter, now: number, o: PageOptions & TextPath) {
     const order = searchOrder(f);
     const { direction, past } = pageDirection(f, o);
     const byIndex = f.contains !== undefined && o.walk === undefined;
     const bound = o.walk?.bound;
     return (
-      this.matching(accountId, f, now, { expiredFromNow: o.after === undefined, text: byIndex ? 'byIndex' : 'walk' })
+      this.matching(accountId, f, now, { expiredFromNow: o.after === undefined, text: byIndex ? 'byIndex' : 'walk', ids: o.ids })
         .selectAll()
         // Each row's device count in the same statement: one probe of the devices' primary key per row.
         .select((eb) => eb.selectFrom('devices').select(eb.fn.countAll<number>().as('n')).whereRef('devices.license_key', '=', 'licenses.key').as('device_count'))
@@ -567,41 +581,65 @@ export class SqlLicenseRepository implements LicenseRepository {
 
   /**
    * A page of the filter's licenses. A piece of text that many licenses contain (the shop's domain)
-   * would read and sort every match through the trigram index; so the page first walks a window of
-   * `walkRows` rows of the order's index per WALK_PAGE rows of the page, testing each row: a dense
-   * piece fills the page within a few rows. Only when the window holds fewer matches than the page
-   * does the index serve the page.
+   * would read and sort every match through the trigram index; so unless SQLite's FTS5 index has
+   * already found that there are few (`fewMatchIds`), the page is first walked along the order's
+   * index (`walkPage`): a dense piece fills the page within a few rows. Only when the walk cannot
+   * decide the page does the index serve it.
    */
   async search(accountId: string, f: LicenseFilter, now: number, o: PageOptions): Promise<LicenseSummary[]> {
     let rows: Awaited<ReturnType<typeof this.readPage>> | undefined;
-    if (f.contains !== undefined && !(await this.fewMatches(f.contains))) {
-      // The window grows with the page (an export's batch of 1,000 walks 20 windows' worth), so a dense
-      // piece fills a large page in the walk as it fills the dashboard's 50 rows.
-      const bound = await this.walkBound(accountId, f, now, o, this.walkRows * Math.ceil(o.limit / WALK_PAGE));
-      const walked = await this.readPage(accountId, f, now, { ...o, walk: { bound } });
-      // A full page, or the whole rest of the list walked: the page is decided.
-      if (walked.length === o.limit || bound === undefined) rows = walked;
+    if (f.contains !== undefined) {
+      const ids = await this.fewMatchIds(f.contains);
+      rows = ids ? await this.readPage(accountId, f, now, { ...o, ids }) : await this.walkPage(accountId, f, now, o);
     }
     rows ??= await this.readPage(accountId, f, now, o);
     if (o.before !== undefined) rows.reverse();
     return rows.map((r) => ({ ...toRecord(r), activeDeviceCount: Number(r.device_count ?? 0) }));
   }
 
-  private readPage(accountId: string, f: LicenseFilter, now: number, o: PageOptions & { walk?: { bound?: SearchPosition } }) {
+  private readPage(accountId: string, f: LicenseFilter, now: number, o: PageOptions & TextPath) {
     return this.store.read.all(this.searchQuery(accountId, f, now, o));
+  }
+
+  /**
+   * A page of a piece of text walked along the order's index, or undefined when the walk cannot
+   * decide it. A first window of `walkRows` rows per WALK_PAGE rows of the page (so an export's batch
+   * of 1,000 walks 20 windows' worth); when it holds some matches, too few for the page, their density
+   * says how many more rows the rest of the page needs, and a second window of half as many again
+   * (at most WALK_GROWTH first windows' worth) goes on from where the first stopped. A full page, or
+   * the whole rest of the list walked, decides the page.
+   */
+  private async walkPage(accountId: string, f: LicenseFilter, now: number, o: PageOptions) {
+    const first = this.walkRows * Math.ceil(o.limit / WALK_PAGE);
+    const back = o.before !== undefined;
+    let from = o.before ?? o.after;
+    let rows = first;
+    const walked: Awaited<ReturnType<typeof this.readPage>> = [];
+    for (let pass = 1; ; pass++) {
+      const bounds = back ? { before: from } : { after: from };
+      const bound = await this.walkBound(accountId, f, now, bounds, rows);
+      walked.push(...(await this.readPage(accountId, f, now, { ...bounds, limit: o.limit - walked.length, walk: { bound } })));
+      if (walked.length === o.limit || bound === undefined) return walked;
+      if (walked.length === 0 || pass === 2) return undefined;
+      rows = Math.ceil((((o.limit - walked.length) * first) / walked.length) * 1.5);
+      if (rows > WALK_GROWTH * first) return undefined;
+      from = bound;
+    }
   }
 
   async countMatches(accountId: string, f: LicenseFilter, now: number, cap: number): Promise<number> {
     if (f.contains !== undefined) {
+      const ids = await this.fewMatchIds(f.contains);
+      if (ids) return this.countIn(accountId, f, now, cap, ids);
       const walked = await this.countByWalk(accountId, f, now, cap);
       if (walked !== undefined) return walked;
     }
     return this.countIn(accountId, f, now, cap);
   }
 
-  /** The filter's matches through the trigram index, at most `cap` + 1. */
-  private async countIn(accountId: string, f: LicenseFilter, now: number, cap: number): Promise<number> {
-    const capped = this.matching(accountId, f, now, { expiredFromNow: true }).select(sql<number>`1`.as('one')).limit(cap + 1);
+  /** The filter's matches through the trigram index (or the side rows it found), at most `cap` + 1. */
+  private async countIn(accountId: string, f: LicenseFilter, now: number, cap: number, ids?: readonly number[]): Promise<number> {
+    const capped = this.matching(accountId, f, now, { expiredFromNow: true, ids }).select(sql<number>`1`.as('one')).limit(cap + 1);
     const row = await this.store.read.first(this.db.selectFrom(capped.as('m')).select((eb) => eb.fn.countAll<number>().as('n')));
     return Number(row?.n ?? 0);
   }
@@ -636,20 +674,25 @@ export class SqlLicenseRepository implements LicenseRepository {
   }
 
   /**
-   * Whether the trigram index holds fewer than `walkRows` entries containing `piece`, all accounts'
-   * (then it serves the page at once, and a walk would only add its row tests; the count's first
-   * window is read in key order, cheaper than this question for a piece of common trigrams). Only
-   * SQLite can tell cheaply: FTS5 reads a phrase's matches lazily (~1 ms for a rare piece, 6 ms to
-   * find 1,000 of "@example" at 1,000,000); PostgreSQL's GIN scan builds its whole bitmap first.
-   * Rows past the indexer's watermark are not counted: a few, and any path finds them.
+   * The search side rows whose text contains `piece` in the trigram index, all accounts', when there
+   * are fewer than `walkRows`; undefined when there are more, or on PostgreSQL, whose GIN scan builds
+   * its whole bitmap first (SQLite's FTS5 reads a phrase's matches lazily: ~1 ms for a rare piece, 6 ms
+   * to find 1,000 of "@example" at 1,000,000). The page and the count are then served from these ids:
+   * a piece of common trigrams (`device-333333`, every identifier starting `device-`) costs one read
+   * of its long lists, not three. Concurrent calls for one piece (a page and its count) share the
+   * read. Rows past the indexer's watermark are read apart (`containing`).
    */
-  private async fewMatches(piece: string): Promise<boolean> {
-    if (this.store.dialect !== 'sqlite') return false;
-    const phrase = ftsPhrase(piece);
-    const row = await this.store.read.first<{ n: number }>(
-      sql`SELECT count(*) AS n FROM (SELECT 1 FROM license_search_fts WHERE license_search_fts MATCH ${phrase} LIMIT ${this.walkRows})`.compile(this.db),
-    );
-    return Number(row?.n ?? 0) < this.walkRows;
+  private fewMatchIds(piece: string): Promise<readonly number[] | undefined> {
+    if (this.store.dialect !== 'sqlite') return Promise.resolve(undefined);
+    let read = this.idReads.get(piece);
+    if (!read) {
+      read = this.store.read
+        .all<{ id: number }>(sql`SELECT rowid AS id FROM license_search_fts WHERE license_search_fts MATCH ${ftsPhrase(piece)} LIMIT ${this.walkRows}`.compile(this.db))
+        .then((rows) => (rows.length < this.walkRows ? rows.map((r) => r.id) : undefined))
+        .finally(() => this.idReads.delete(piece));
+      this.idReads.set(piece, read);
+    }
+    return read;
   }
 
   /** The keys of the first `rows` rows of the filter, the text aside, in its order. */

@@ -195,6 +195,9 @@ forEachStore('license substring search, walk and index paths', (kind) => {
           const email = `c${i}-${mark(i)}@shop.test`;
           await tx.run(db.insertInto('licenses').values({ key: `K-${String(i).padStart(2, '0')}`, account_id: 'acc_a', product_id: 'p_a', type: 'perpetual', expires_at: null, revoked: flag(false), email, email_normalized: email, max_devices: 3, created_at: now - i * 1000 }));
         }
+        // The oldest has no address; its device's name finds it (through the index: nothing in the first window).
+        await tx.run(db.insertInto('licenses').values({ key: 'K-40', account_id: 'acc_a', product_id: 'p_a', type: 'perpetual', expires_at: null, revoked: flag(false), email: null, email_normalized: null, max_devices: 3, created_at: now - 40 * 1000 }));
+        await tx.run(db.insertInto('devices').values({ license_key: 'K-40', identifier: 'box-1', name: 'Nomail box', activation_date: now }));
       });
       if (kind === 'sqlite') await (store as any).searchIndex.catchUp();
       const repo = new SqlLicenseRepository(store, { walkRows: 4 });
@@ -212,6 +215,8 @@ forEachStore('license substring search, walk and index paths', (kind) => {
       expect(await page('rare')).toEqual({ keys: ['K-00', 'K-30'], paths: kind === 'sqlite' ? ['ids'] : ['walk', 'walk', 'index'] });
       // "late": none in the first window, so no density to size a second one by.
       expect(await page('late')).toEqual({ keys: ['K-39'], paths: kind === 'sqlite' ? ['ids'] : ['walk', 'index'] });
+      expect(await page('nomail')).toEqual({ keys: ['K-40'], paths: kind === 'sqlite' ? ['ids'] : ['walk', 'index'] });
+      expect(await repo.countMatches('acc_a', { contains: 'nomail' }, now, 100)).toBe(1);
       // Backwards from the end, "mid" alike: i = 39..36 hold one (36), then 12 rows (35..24) two more.
       paths.mockClear();
       const back = (await repo.search('acc_a', { contains: 'mid' }, now, { limit: 3, before: { sort: now - 40 * 1000, key: 'K-40' } })).map((l) => l.key);

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Store } from '../../src/storage/index.ts';
@@ -103,5 +104,14 @@ forEachStore('store executor', (kind) => {
     expect(rows.map((r) => r.address)).toEqual(['rows-a@example.com', 'rows-b@example.com']);
     expect(typeof rows[0]!.created_at).toBe('number');
     expect(await store.read.all(store.db.selectFrom('accounts').selectAll().where('email', '=', 'none@example.com'))).toEqual([]);
+  });
+
+  if (kind === 'postgres')
+    it('runs every pooled connection without JIT compilation or parallel workers (short statements: both cost more than they save)', async () => {
+    const settings = () => store.read.first<{ jit: string; workers: string }>(sql`SELECT current_setting('jit') AS jit, current_setting('max_parallel_workers_per_gather') AS workers`.compile(store.db));
+    // Several at once, so that more than one pooled connection answers.
+    const seen = await Promise.all(Array.from({ length: 6 }, settings));
+    expect(new Set(seen.map((s) => `${s!.jit} ${s!.workers}`))).toEqual(new Set(['off 0']));
+    expect(await store.write((tx) => tx.first<{ jit: string }>(sql`SELECT current_setting('jit') AS jit`.compile(store.db)))).toEqual({ jit: 'off' });
   });
 });

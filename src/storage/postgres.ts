@@ -43,9 +43,9 @@ export class PostgresStore implements Store {
     this.pool.on('error', () => {});
     // No JIT compilation and no parallel workers on the service's connections. Its statements are
     // short; JIT starts on any the planner costs high (a search's walk, a count) and spends 20-30 ms
-    // compiling what runs in less, and starting a parallel plan's workers cost a search by a full
-    // address 10 → 64 ms at 1,000,000 licenses (docs/benchmarks.md). Sent as the connection's first
-    // statement rather than as startup `options`, which connection poolers (PgBouncer) refuse.
+    // compiling what runs in less, and a parallel plan's workers made a search by a full address
+    // take 64 ms instead of 15 at 1,000,000 licenses (docs/decisions/license-search.md). Sent as
+    // the connection's first statement: startup `options` are refused by PgBouncer.
     this.pool.on('connect', (client) => {
       client.query('SET jit = off; SET max_parallel_workers_per_gather = 0').catch(() => {});
     });

@@ -25,7 +25,7 @@ forEachStore('license search plans', (kind) => {
         const repo = new SqlLicenseRepository(store);
         for (const [name, filter] of FILTERS) {
           for (const after of [undefined, { sort: filter.keyPrefix ? null : 1_700_000_000_000, key: 'K' }]) {
-            const text = await queryPlan(store, repo.searchQuery('u', filter, 1_700_000_000_000, { limit: 51, after }).compile());
+            const text = await queryPlan(store, repo.searching.searchQuery('u', filter, 1_700_000_000_000, { limit: 51, after }).compile());
             if (kind === 'sqlite') {
               expect(text, name).toMatch(/SEARCH licenses USING (COVERING )?INDEX/);
               expect(text, name).not.toMatch(/SCAN licenses|USE TEMP B-TREE FOR ORDER BY/);

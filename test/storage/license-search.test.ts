@@ -163,12 +163,12 @@ forEachStore('license substring search, walk and index paths', (kind) => {
       // Which path served: with a window of 6, "acme" (most rows) fills a page of 3 in the walk.
       if (kind === 'sqlite') await (store as any).searchIndex.catchUp();
       const repo = new SqlLicenseRepository(store, { walkRows: 6 });
-      const paths = vi.spyOn(repo, 'searchQuery');
+      const paths = vi.spyOn(repo.searching, 'searchQuery');
       await repo.search('acc_a', { contains: 'acme' }, now, { limit: 3 });
       expect(paths.mock.calls.map((c) => (c[3].walk ? 'walk' : 'index'))).toEqual(['walk']);
       // The count walks the key's index when its first rows match densely: "acme" (20 of 24) is
       // counted without the trigram index; "zeta" goes through it.
-      const counted = vi.spyOn(repo as any, 'countIn');
+      const counted = vi.spyOn(repo.searching as any, 'countIn');
       expect(await repo.countMatches('acc_a', { contains: 'acme' }, now, 2)).toBe(3);
       expect(counted).not.toHaveBeenCalled();
       expect(await repo.countMatches('acc_a', { contains: 'zeta' }, now, 5)).toBe(3);
@@ -201,7 +201,7 @@ forEachStore('license substring search, walk and index paths', (kind) => {
       });
       if (kind === 'sqlite') await (store as any).searchIndex.catchUp();
       const repo = new SqlLicenseRepository(store, { walkRows: 4 });
-      const paths = vi.spyOn(repo, 'searchQuery');
+      const paths = vi.spyOn(repo.searching, 'searchQuery');
       const page = async (piece: string) => {
         paths.mockClear();
         const keys = (await repo.search('acc_a', { contains: piece }, now, { limit: 3 })).map((l) => l.key);
@@ -223,7 +223,7 @@ forEachStore('license substring search, walk and index paths', (kind) => {
       expect(back).toEqual(['K-28', 'K-32', 'K-36']);
       expect(paths.mock.calls.map((c) => (c[3].walk ? 'walk' : 'index'))).toEqual(['walk', 'walk']);
       // The count of a piece FTS5 found few of is served by the same ids (SQLite), without a walk.
-      const walkedCount = vi.spyOn(repo as any, 'countByWalk');
+      const walkedCount = vi.spyOn(repo.searching as any, 'countByWalk');
       expect(await repo.countMatches('acc_a', { contains: 'rare' }, now, 100)).toBe(2);
       expect(walkedCount).toHaveBeenCalledTimes(kind === 'sqlite' ? 0 : 1);
       expect(await repo.countMatches('acc_a', { contains: 'mid' }, now, 100)).toBe(10);

@@ -81,7 +81,7 @@ forEachStore('migration 015: one name for the tenant, account_id', (kind) => {
     expect(names).toEqual(expect.arrayContaining(['licenses_account_created_idx', 'licenses_account_email_idx', 'api_keys_account_idx', 'activity_daily_account_idx']));
     if (kind === 'postgres') expect(names).toEqual(expect.arrayContaining(CASCADING.map((t) => `${t}_account_id_fkey`)));
 
-    const plan = await queryPlan(store, new SqlLicenseRepository(store).searchQuery(A, {}, NOW, { limit: 51 }).compile());
+    const plan = await queryPlan(store, new SqlLicenseRepository(store).searching.searchQuery(A, {}, NOW, { limit: 51 }).compile());
     expect(plan).toMatch(kind === 'sqlite' ? /SEARCH licenses USING INDEX licenses_account_created_idx \(account_id=\?\)/ : /Index Scan Backward using licenses_account_created_idx/);
 
     // The foreign key still refuses an unknown account and still cascades.

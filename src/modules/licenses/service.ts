@@ -15,7 +15,7 @@ import { type ImportLicenseInput, importedLicense } from './import-rules.ts';
 import { DeviceSightings } from './device-sightings.ts';
 import { DEVICE_IDENTIFIER_MAX, DEVICE_NAME_MAX } from './limits.ts';
 import { applyMetadata, type MetadataChange } from './metadata.ts';
-import { searchOrder } from './repository.ts';
+import { searchOrder } from './search.ts';
 import type {
   Device,
   FullLicenseRecord,

@@ -36,6 +36,8 @@ export interface RunResult {
 export interface SqliteConnection {
   prepare(sql: string): SqliteStatement;
   exec(sql: string): unknown;
+  /** Defines an SQL function of one argument on this connection (both bindings' `function`). */
+  function(name: string, options: { deterministic: boolean }, fn: (value: unknown) => unknown): unknown;
   /** `PRAGMA <source>`: its rows, or with `simple` the first row's first value. */
   pragma(source: string, options?: { simple?: boolean }): unknown;
   readonly inTransaction: boolean;
@@ -281,6 +283,10 @@ class NodeSqliteConnection implements SqliteConnection {
     } catch (error) {
       throw named(error);
     }
+  }
+
+  function(name: string, options: { deterministic: boolean }, fn: (value: unknown) => unknown): void {
+    this.db.function(name, options, fn as (...args: NodeSqlite.SQLInputValue[]) => NodeSqlite.SQLOutputValue);
   }
 
   pragma(source: string, options: { simple?: boolean } = {}): unknown {

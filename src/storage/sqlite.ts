@@ -8,6 +8,7 @@ import { Checkpointer } from './sqlite-checkpointer.ts';
 import { SearchIndexer } from './sqlite-search-index.ts';
 import { openSqlite, type SqliteConnection, type SqliteStatement } from './sqlite-binding.ts';
 import { WalSync } from './wal-sync.ts';
+import { SQLITE_LOWER } from './like.ts';
 import { type Cacheable, StatementCache, type StatementCacheStats } from './statement-cache.ts';
 
 const STATEMENT_CACHE_LIMIT = 500;
@@ -180,6 +181,9 @@ export class SqliteStore implements Store {
     // Until open() hands checkpoints to the worker (migrations): every 4,000 WAL pages (16 MiB)
     // instead of SQLite's 1,000, so a page that several batches dirtied is copied once per checkpoint.
     this.conn.pragma('wal_autocheckpoint = 4000');
+    // Unicode lower case for the license search's row test (like.ts): in queries only, never in a
+    // trigger or an index, so the file stays writable by any SQLite without it.
+    this.conn.function(SQLITE_LOWER, { deterministic: true }, (value) => (typeof value === 'string' ? value.toLowerCase() : value));
     this.db = new Kysely<Database>({ dialect: new SqliteDialect({ database: this.conn }) });
     this.read = this.outsideExecutor();
     const control = (sql: string) => this.conn.prepare(sql);

@@ -146,6 +146,7 @@ forEachStore('dashboard screens', (kind) => {
       await call(ctx, { method: 'PATCH', url: '/api/v1/licenses', headers: { ...t.auth, 'license-key': revoked.key }, json: { revoked: true } });
       await activateDevice(ctx, t.auth, keys[0]!, a.id, 'd1');
       await activateDevice(ctx, t.auth, keys[0]!, a.id, 'd2');
+      await activateDevice(ctx, t.auth, keys[1]!, a.id, 'Écran-Ölaf');
       const other = await createTenant(ctx);
       await createLicense(ctx, other, (await createProduct(ctx, other)).id, { email: 'buyer0@example.com' });
       const browser = await signIn(ctx, t.email);
@@ -187,6 +188,8 @@ forEachStore('dashboard screens', (kind) => {
       expect(rowsOf((await browser.request('GET', '/dashboard/licenses?q=op')).body)).toEqual([]);
       expect(rowsOf((await browser.request('GET', '/dashboard/licenses?q=laptop%20d2')).body)).toEqual([keys[0]]);
       expect(rowsOf((await browser.request('GET', '/dashboard/licenses?q=d1')).body)).toEqual([]);
+      // Case folds in every script, as typed either way: "Ölaf" and "ölaf", "ÉCRAN" and "écran".
+      for (const q of ['%C3%96laf', '%C3%B6laf', '%C3%89CRAN', '%C3%A9cran-%C3%B6']) expect(rowsOf((await browser.request('GET', `/dashboard/licenses?q=${q}`)).body), q).toEqual([keys[1]]);
       expect((await browser.request('GET', '/dashboard/licenses?cursor=garbage')).status).toBe(400);
 
       const csv = await browser.request('GET', `/dashboard/licenses/export.csv?q=buyer0%40example.com`);

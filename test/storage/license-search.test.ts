@@ -179,6 +179,36 @@ forEachStore('license substring search, walk and index paths', (kind) => {
     }
   });
 
+  it('folds case in every script on every path: the walk, the index, and rows the index has yet to take', async () => {
+    const database = await createTestDatabase(kind);
+    const store = await database.open();
+    try {
+      const db = store.db as any;
+      const now = 1_700_000_000_000;
+      await store.write(async (tx) => {
+        await tx.run(db.insertInto('accounts').values({ id: 'acc_a', email: 'a@example.com', password_hash: 'x', created_at: now }));
+        await tx.run(db.insertInto('products').values({ id: 'p_a', account_id: 'acc_a', name: 'P', portal_show: flag(true), portal_allow_device_reset: flag(false), has_image: flag(false), fallback_enabled: flag(false), created_at: now }));
+        for (const [key, identifier, name] of [['K-1', 'ÉCRAN-7', "Ölaf's Laptop"], ['K-2', 'desk-2', 'Desk']]) {
+          await tx.run(db.insertInto('licenses').values({ key, account_id: 'acc_a', product_id: 'p_a', type: 'perpetual', expires_at: null, revoked: flag(false), email: null, email_normalized: null, max_devices: 3, created_at: now }));
+          await tx.run(db.insertInto('devices').values({ license_key: key, identifier, name, activation_date: now }));
+        }
+      });
+      const found = async (repo: SqlLicenseRepository, piece: string) => [(await repo.search('acc_a', { contains: piece }, now, { limit: 5 })).map((l) => l.key), await repo.countMatches('acc_a', { contains: piece }, now, 100)];
+      // A window of 1 row makes every piece walk (SQLite: FTS5 never has "fewer than 1"); 1,000, the index.
+      // On SQLite the rows are first past the FTS5 index's watermark (read directly), then indexed.
+      for (const indexed of kind === 'sqlite' ? [false, true] : [true]) {
+        if (indexed && kind === 'sqlite') await (store as any).searchIndex.catchUp();
+        for (const walkRows of [1, 1000]) {
+          const repo = new SqlLicenseRepository(store, { walkRows });
+          for (const piece of ['ölaf', 'écran-7', "f's lap"]) expect(await found(repo, piece), `${piece}, window ${walkRows}, indexed ${indexed}`).toEqual([['K-1'], 1]);
+        }
+      }
+    } finally {
+      await store.close();
+      await database.drop();
+    }
+  });
+
   it("walks a second window sized by the first one's matches, and leaves the rest to the index", async () => {
     const database = await createTestDatabase(kind);
     const store = await database.open();

@@ -1,7 +1,7 @@
 import { type SelectQueryBuilder, sql } from 'kysely';
 import type { Store } from '../../storage/index.ts';
 import { type Database, flag, type LicenseRow } from '../../storage/schema.ts';
-import { containsPattern } from '../../storage/like.ts';
+import { containsPattern, SQLITE_LOWER } from '../../storage/like.ts';
 import { toRecord } from './license-row.ts';
 import type { LicenseFilter, LicenseSummary, SearchPosition } from './types.ts';
 
@@ -138,7 +138,7 @@ export class LicenseSearch {
     // rows past it are read directly. A deleted row's entry may linger in the index until the
     // indexer takes it out: the join on license_search drops it (ids are never reused).
     return sql<string>`(SELECT license_key FROM license_search WHERE id IN (${indexed})
-      UNION ALL SELECT license_key FROM license_search WHERE id > (SELECT indexed_through FROM license_search_state WHERE k = 0) AND instr(lower(body), ${piece}) > 0)`;
+      UNION ALL SELECT license_key FROM license_search WHERE id > (SELECT indexed_through FROM license_search_state WHERE k = 0) AND instr(${sql.raw(SQLITE_LOWER)}(body), ${piece}) > 0)`;
   }
 
   /**
@@ -164,10 +164,11 @@ export class LicenseSearch {
    */
   private rowContains(piece: string) {
     if (this.store.dialect === 'sqlite') {
-      // instr, not LIKE: no wildcard characters to escape. lower() folds ASCII only, as the rows past
-      // the FTS5 index's watermark are read (`containing`).
+      // instr, not LIKE: no wildcard characters to escape. Device identifiers and names fold all of
+      // Unicode's case as FTS5 does (SQLITE_LOWER; the address is stored lower-cased, keys are ASCII).
+      const lower = sql.raw(SQLITE_LOWER);
       return sql<boolean>`(instr(coalesce(licenses.email_normalized, ''), ${piece}) > 0 OR instr(lower(licenses.key), ${piece}) > 0
-        OR EXISTS (SELECT 1 FROM devices d WHERE d.license_key = licenses.key AND (instr(lower(d.identifier), ${piece}) > 0 OR instr(lower(d.name), ${piece}) > 0)))`;
+        OR EXISTS (SELECT 1 FROM devices d WHERE d.license_key = licenses.key AND (instr(${lower}(d.identifier), ${piece}) > 0 OR instr(${lower}(d.name), ${piece}) > 0)))`;
     }
     const pattern = containsPattern(piece);
     return sql<boolean>`(licenses.email_normalized LIKE ${pattern} ESCAPE '\\' OR licenses.key ILIKE ${pattern} ESCAPE '\\'

@@ -140,8 +140,9 @@ const EXPORT_BATCH = 1000;
 function toFilter(q: LicenseSearchQuery): LicenseFilter {
   const text = q.query?.trim() ?? '';
   const filter: LicenseFilter = { productId: q.productId || undefined, status: q.status, sort: q.sort };
-  // ASCII lower-case, as addresses are normalized (the key and device columns are compared without case).
-  if (text.length >= 3) filter.contains = normalizeEmail(text);
+  // Lower case in every script, as the indexes fold device names ("Ölaf" finds "ölaf"); addresses are
+  // ASCII and stored lower-cased, keys are compared without case.
+  if (text.length >= 3) filter.contains = text.toLowerCase();
   else if (text) filter.keyPrefix = normalizeLicenseKey(text);
   return filter;
 }

@@ -5,21 +5,37 @@ import { EventBus } from '../../src/core/unit-of-work.ts';
 import { flag } from '../../src/storage/schema.ts';
 import { SqlLicenseRepository } from '../../src/modules/licenses/repository.ts';
 import type { LicenseFilter } from '../../src/modules/licenses/types.ts';
-import { createTestDatabase, forEachStore } from '../support/stores.ts';
+import type { Executor, Store } from '../../src/storage/index.ts';
+import { createTestDatabase, forEachStore, type StoreKind } from '../support/stores.ts';
+
+/** A store of `kind` for one test, closed and dropped after it. */
+async function withStore(kind: StoreKind, body: (store: Store) => Promise<void>): Promise<void> {
+  const database = await createTestDatabase(kind);
+  const store = await database.open();
+  try {
+    await body(store);
+  } finally {
+    await store.close();
+    await database.drop();
+  }
+}
+
+/** Account `id` and its product `p_<id>`. */
+async function insertTenant(db: any, tx: Executor, id: string, now: number): Promise<void> {
+  await tx.run(db.insertInto('accounts').values({ id, email: `${id}@example.com`, password_hash: 'x', created_at: now }));
+  await tx.run(db.insertInto('products').values({ id: `p_${id}`, account_id: id, name: 'P', portal_show: flag(true), portal_allow_device_reset: flag(false), has_image: flag(false), fallback_enabled: flag(false), created_at: now }));
+}
 
 /** Migration 029's substring search, through the repository: what it finds, and that it stays in step with writes. */
 forEachStore('license substring search', (kind) => {
   it('finds by address piece, domain, key piece, device identifier and name; follows edits and deletes; keeps tenants apart', async () => {
-    const database = await createTestDatabase(kind);
-    const store = await database.open();
-    try {
+    await withStore(kind, async (store) => {
       const repo = new SqlLicenseRepository(store);
       const db = store.db as any;
       const now = 1_700_000_000_000;
       await store.write(async (tx) => {
         for (const id of ['acc_a', 'acc_b']) {
-          await tx.run(db.insertInto('accounts').values({ id, email: `${id}@example.com`, password_hash: 'x', created_at: now }));
-          await tx.run(db.insertInto('products').values({ id: `p_${id}`, account_id: id, name: 'P', portal_show: flag(true), portal_allow_device_reset: flag(false), has_image: flag(false), fallback_enabled: flag(false), created_at: now }));
+          await insertTenant(db, tx, id, now);
         }
         const license = (key: string, account: string, email: string | null, created: number) =>
           db.insertInto('licenses').values({ key, account_id: account, product_id: `p_${account}`, type: 'perpetual', expires_at: null, revoked: flag(false), email, email_normalized: email?.toLowerCase() ?? null, max_devices: 3, created_at: created });
@@ -82,10 +98,7 @@ forEachStore('license substring search', (kind) => {
         expect(await count('SELECT count(*) AS n FROM license_search WHERE id > (SELECT indexed_through FROM license_search_state)')).toBe(0);
         expect(await indexer.runOnce()).toBe(false);
       }
-    } finally {
-      await store.close();
-      await database.drop();
-    }
+    });
   });
 });
 
@@ -96,9 +109,7 @@ forEachStore('license substring search', (kind) => {
  */
 forEachStore('license substring search, walk and index paths', (kind) => {
   it('pages forward and back in every order alike whatever the window, and takes the walk when matches are dense', async () => {
-    const database = await createTestDatabase(kind);
-    const store = await database.open();
-    try {
+    await withStore(kind, async (store) => {
       const db = store.db as any;
       const now = 1_700_000_000_000;
       type Row = { key: string; email: string; created: number; expires: number | null; revoked: boolean; device?: string };
@@ -111,8 +122,7 @@ forEachStore('license substring search, walk and index paths', (kind) => {
       }
       await store.write(async (tx) => {
         for (const id of ['acc_a', 'acc_b']) {
-          await tx.run(db.insertInto('accounts').values({ id, email: `${id}@example.com`, password_hash: 'x', created_at: now }));
-          await tx.run(db.insertInto('products').values({ id: `p_${id}`, account_id: id, name: 'P', portal_show: flag(true), portal_allow_device_reset: flag(false), has_image: flag(false), fallback_enabled: flag(false), created_at: now }));
+          await insertTenant(db, tx, id, now);
         }
         for (const r of rows) {
           await tx.run(db.insertInto('licenses').values({ key: r.key, account_id: 'acc_a', product_id: 'p_acc_a', type: r.expires === null ? 'perpetual' : 'timed', expires_at: r.expires, revoked: flag(r.revoked), email: r.email, email_normalized: r.email, max_devices: 3, created_at: r.created }));
@@ -173,23 +183,17 @@ forEachStore('license substring search, walk and index paths', (kind) => {
       expect(counted).not.toHaveBeenCalled();
       expect(await repo.countMatches('acc_a', { contains: 'zeta' }, now, 5)).toBe(3);
       expect(counted).toHaveBeenCalledTimes(1);
-    } finally {
-      await store.close();
-      await database.drop();
-    }
+    });
   });
 
   it('folds case in every script on every path: the walk, the index, and rows the index has yet to take', async () => {
-    const database = await createTestDatabase(kind);
-    const store = await database.open();
-    try {
+    await withStore(kind, async (store) => {
       const db = store.db as any;
       const now = 1_700_000_000_000;
       await store.write(async (tx) => {
-        await tx.run(db.insertInto('accounts').values({ id: 'acc_a', email: 'a@example.com', password_hash: 'x', created_at: now }));
-        await tx.run(db.insertInto('products').values({ id: 'p_a', account_id: 'acc_a', name: 'P', portal_show: flag(true), portal_allow_device_reset: flag(false), has_image: flag(false), fallback_enabled: flag(false), created_at: now }));
+        await insertTenant(db, tx, 'acc_a', now);
         for (const [key, identifier, name] of [['K-1', 'ÉCRAN-7', "Ölaf's Laptop"], ['K-2', 'desk-2', 'Desk']]) {
-          await tx.run(db.insertInto('licenses').values({ key, account_id: 'acc_a', product_id: 'p_a', type: 'perpetual', expires_at: null, revoked: flag(false), email: null, email_normalized: null, max_devices: 3, created_at: now }));
+          await tx.run(db.insertInto('licenses').values({ key, account_id: 'acc_a', product_id: 'p_acc_a', type: 'perpetual', expires_at: null, revoked: flag(false), email: null, email_normalized: null, max_devices: 3, created_at: now }));
           await tx.run(db.insertInto('devices').values({ license_key: key, identifier, name, activation_date: now }));
         }
       });
@@ -203,30 +207,24 @@ forEachStore('license substring search, walk and index paths', (kind) => {
           for (const piece of ['ölaf', 'écran-7', "f's lap"]) expect(await found(repo, piece), `${piece}, window ${walkRows}, indexed ${indexed}`).toEqual([['K-1'], 1]);
         }
       }
-    } finally {
-      await store.close();
-      await database.drop();
-    }
+    });
   });
 
   it("walks a second window sized by the first one's matches, and leaves the rest to the index", async () => {
-    const database = await createTestDatabase(kind);
-    const store = await database.open();
-    try {
+    await withStore(kind, async (store) => {
       const db = store.db as any;
       const now = 1_700_000_000_000;
       // Forty licenses, newest first in index order i = 0..39: "mid" in every fourth (i = 0, 4, 8...),
       // "rare" in two (i = 0 and 30), "late" in one (i = 39).
       const mark = (i: number) => [i % 4 === 0 && 'mid', (i === 0 || i === 30) && 'rare', i === 39 && 'late'].filter(Boolean).join('-') || 'x';
       await store.write(async (tx) => {
-        await tx.run(db.insertInto('accounts').values({ id: 'acc_a', email: 'a@example.com', password_hash: 'x', created_at: now }));
-        await tx.run(db.insertInto('products').values({ id: 'p_a', account_id: 'acc_a', name: 'P', portal_show: flag(true), portal_allow_device_reset: flag(false), has_image: flag(false), fallback_enabled: flag(false), created_at: now }));
+        await insertTenant(db, tx, 'acc_a', now);
         for (let i = 0; i < 40; i++) {
           const email = `c${i}-${mark(i)}@shop.test`;
-          await tx.run(db.insertInto('licenses').values({ key: `K-${String(i).padStart(2, '0')}`, account_id: 'acc_a', product_id: 'p_a', type: 'perpetual', expires_at: null, revoked: flag(false), email, email_normalized: email, max_devices: 3, created_at: now - i * 1000 }));
+          await tx.run(db.insertInto('licenses').values({ key: `K-${String(i).padStart(2, '0')}`, account_id: 'acc_a', product_id: 'p_acc_a', type: 'perpetual', expires_at: null, revoked: flag(false), email, email_normalized: email, max_devices: 3, created_at: now - i * 1000 }));
         }
         // The oldest has no address; its device's name finds it (through the index: nothing in the first window).
-        await tx.run(db.insertInto('licenses').values({ key: 'K-40', account_id: 'acc_a', product_id: 'p_a', type: 'perpetual', expires_at: null, revoked: flag(false), email: null, email_normalized: null, max_devices: 3, created_at: now - 40 * 1000 }));
+        await tx.run(db.insertInto('licenses').values({ key: 'K-40', account_id: 'acc_a', product_id: 'p_acc_a', type: 'perpetual', expires_at: null, revoked: flag(false), email: null, email_normalized: null, max_devices: 3, created_at: now - 40 * 1000 }));
         await tx.run(db.insertInto('devices').values({ license_key: 'K-40', identifier: 'box-1', name: 'Nomail box', activation_date: now }));
       });
       if (kind === 'sqlite') await (store as any).searchIndex.catchUp();
@@ -263,9 +261,6 @@ forEachStore('license substring search, walk and index paths', (kind) => {
       expect([rare.length, rareCount]).toEqual([2, 2]);
       const ftsReads = reads.mock.calls.filter(([q]) => /MATCH/.test((q as { sql: string }).sql ?? String(q)));
       expect(ftsReads).toHaveLength(kind === 'sqlite' ? 1 : 0);
-    } finally {
-      await store.close();
-      await database.drop();
-    }
+    });
   });
 });

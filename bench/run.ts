@@ -28,7 +28,7 @@
  *   npm run bench -- --stores postgres --pg-licenses 100000 --cpu-prof /tmp/prof
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -54,6 +54,7 @@ const { values: flags } = parseArgs({
     scenarios: { type: 'string' },
     'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
     'cpu-prof': { type: 'string' },
+    'trace-gc': { type: 'string' },
     'no-pin': { type: 'boolean', default: false },
     'no-logs-off': { type: 'boolean', default: false },
     'pg-processes': { type: 'string' },
@@ -75,6 +76,7 @@ if (flags.help) {
   --scenarios <list>      scenario names, comma-separated (default all)
   --database-url <url>    PostgreSQL server to create the bench database on (default BENCH_DATABASE_URL or postgres://postgres@127.0.0.1:5432/postgres)
   --cpu-prof <dir>        write V8 CPU profiles of each server child into <dir>
+  --trace-gc <dir>        run each server with --trace-gc; its log (access lines and GC lines) goes to <dir>
   --no-pin                do not pin the server and the load generator to separate cores
   --no-logs-off           skip the second run of each store at LOG_LEVEL=warn (access log off)
   --pg-processes <list>   server processes sharing the PostgreSQL database (default 1,2; all on the server core)
@@ -261,9 +263,11 @@ async function startServers(store: StoreKind, count: number, target: { dataDir: 
   const children = [];
   try {
     for (let i = 0; i < processes; i++) {
-      const args = [...profiling(label), ...START.server];
-      // Each server's log to a file in the store's temporary directory (removed with it).
-      children.push(await startChild({ args, env, core: pin ? SERVER_CORE : undefined, readyPath: '/readyz', stdoutFile: join(target.dataDir, `server-${label}-${i}.log`) }));
+      const args = [...profiling(label), ...(flags['trace-gc'] ? ['--trace-gc'] : []), ...START.server];
+      // Each server's log to a file in the store's temporary directory (removed with it), or kept with --trace-gc.
+      const logDir = flags['trace-gc'] ?? target.dataDir;
+      mkdirSync(logDir, { recursive: true });
+      children.push(await startChild({ args, env, core: pin ? SERVER_CORE : undefined, readyPath: '/readyz', stdoutFile: join(logDir, `server-${label}-${i}.log`) }));
     }
   } catch (error) {
     for (const child of children) await child.stop();

@@ -1,5 +1,6 @@
 import type { UnitRunner } from '../../core/unit-of-work.ts';
-import type { DeviceSighting, LicenseRepository } from './types.ts';
+import { SightingTable } from './sighting-table.ts';
+import type { LicenseRepository } from './types.ts';
 
 /** How often the sightings are written: a device's lastSeenAt is written at most this often. */
 export const SIGHTINGS_FLUSH_MS = 60_000;
@@ -14,8 +15,8 @@ const BATCH = 500;
  * A flush that fails keeps its sightings for the next one (newer ones win).
  */
 export class DeviceSightings {
-  /** The latest time per device, by license key and identifier. */
-  private pending = new Map<string, DeviceSighting>();
+  /** The latest time per device, by license key and identifier, off the heap (sighting-table.ts says why). */
+  private pending = new SightingTable();
 
   constructor(
     private readonly repo: Pick<LicenseRepository, 'touchDevices'>,
@@ -23,8 +24,7 @@ export class DeviceSightings {
   ) {}
 
   seen(key: string, identifier: string, at: number): void {
-    // One entry per device: a key holds no newline (normalized keys), so the pair is unambiguous.
-    this.pending.set(`${key}\n${identifier}`, { key, identifier, at });
+    this.pending.seen(key, identifier, at);
   }
 
   /** How many devices wait for the next flush. */
@@ -34,17 +34,14 @@ export class DeviceSightings {
 
   async flush(): Promise<void> {
     if (this.pending.size === 0) return;
-    const sightings = [...this.pending.values()];
-    this.pending = new Map();
+    const sightings = this.pending.drain();
     for (let i = 0; i < sightings.length; i += BATCH) {
       const batch = sightings.slice(i, i + BATCH);
       try {
         await this.units.run((unit) => this.repo.touchDevices(unit, batch));
       } catch (error) {
-        for (const s of sightings.slice(i)) {
-          const id = `${s.key}\n${s.identifier}`;
-          if (!this.pending.has(id)) this.pending.set(id, s);
-        }
+        // Kept for the next flush; a device seen again meanwhile keeps its later time.
+        for (const s of sightings.slice(i)) this.pending.seen(s.key, s.identifier, s.at);
         throw error;
       }
     }

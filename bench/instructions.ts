@@ -9,6 +9,8 @@
  *   for n in 2000 4000; do valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.$n \
  *     node --max-semi-space-size=4 --import tsx bench/instructions.ts --tree . --scenario activate --count $n; done
  *
+ * Scenarios: validate, refresh, activate (public API), server-validate (API key, License-Key header), create, create-keyed.
+ *
  * The tree's own services are used, with whichever signatures it has (before issue 8, services
  * took an account id where they now take a principal).
  */
@@ -76,11 +78,13 @@ try {
   let serial = 0;
   // create, create-keyed: license creation on the server API, without and with an Idempotency-Key.
   const creation = flags.scenario.startsWith('create');
-  const apiKey: string | undefined = creation ? (await services.apiKeys.create(who, 'instr')).secret : undefined;
-  const path = { validate: 'validate', activate: 'activate', refresh: 'token', create: 'create', 'create-keyed': 'create' }[flags.scenario];
+  // server-validate: the server API's validate (Bearer API key, License-Key header).
+  const serverValidate = flags.scenario === 'server-validate';
+  const apiKey: string | undefined = creation || serverValidate ? (await services.apiKeys.create(who, 'instr')).secret : undefined;
+  const path = { validate: 'validate', 'server-validate': 'validate', activate: 'activate', refresh: 'token', create: 'create', 'create-keyed': 'create' }[flags.scenario];
   if (!path) throw new Error(`unknown scenario ${flags.scenario}`);
   // validate and refresh ask about a device activated here first.
-  if (flags.scenario === 'validate' || flags.scenario === 'refresh') {
+  if (flags.scenario === 'validate' || flags.scenario === 'refresh' || serverValidate) {
     const activate = (key: string) =>
       app.inject({ method: 'POST', url: '/api/v1/public/licenses/activate', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ licenseKey: key, productId: product.id, deviceIdentifier: 'd-0', deviceName: 'D' }) });
     await Promise.all(keys.map(activate));
@@ -99,12 +103,19 @@ try {
             headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}`, ...keyed },
             payload: `{"productId":"${product.id}","type":"perpetual","maxDevices":3}`,
           }
-        : {
-            method: 'POST',
-            url: `/api/v1/public/licenses/${path}`,
-            headers: { 'content-type': 'application/json' },
-            payload: `{"licenseKey":"${key}","deviceIdentifier":"${device}","deviceName":"Bench","productId":"${product.id}"}`,
-          },
+        : serverValidate
+          ? {
+              method: 'POST',
+              url: '/api/v1/licenses/validate',
+              headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}`, 'license-key': key },
+              payload: `{"deviceIdentifier":"${device}","productId":"${product.id}"}`,
+            }
+          : {
+              method: 'POST',
+              url: `/api/v1/public/licenses/${path}`,
+              headers: { 'content-type': 'application/json' },
+              payload: `{"licenseKey":"${key}","deviceIdentifier":"${device}","deviceName":"Bench","productId":"${product.id}"}`,
+            },
     );
     if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}: ${res.body}`);
   };

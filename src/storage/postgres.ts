@@ -38,17 +38,19 @@ export class PostgresStore implements Store {
 
   private constructor(connectionString: string, poolSize: number) {
     this.changes = new PostgresChangeFeed(connectionString);
-    this.pool = new pg.Pool({ connectionString, max: poolSize, types });
-    // An idle client that loses its connection must not crash the process.
-    this.pool.on('error', () => {});
     // No JIT compilation and no parallel workers on the service's connections. Its statements are
     // short; JIT starts on any the planner costs high (a search's walk, a count) and spends 20-30 ms
     // compiling what runs in less, and a parallel plan's workers made a search by a full address
     // take 64 ms instead of 15 at 1,000,000 licenses (docs/decisions/license-search.md). Sent as
-    // the connection's first statement: startup `options` are refused by PgBouncer.
-    this.pool.on('connect', (client) => {
-      client.query('SET jit = off; SET max_parallel_workers_per_gather = 0').catch(() => {});
-    });
+    // the connection's first statement (startup `options` are refused by PgBouncer), and awaited
+    // before the pool hands the connection out: a query sent while another runs on the same
+    // client is deprecated in pg 8 and refused by pg 9. A server without the settings still serves.
+    const onConnect = async (client: pg.ClientBase) => {
+      await client.query('SET jit = off; SET max_parallel_workers_per_gather = 0').catch(() => {});
+    };
+    this.pool = new pg.Pool({ connectionString, max: poolSize, types, onConnect });
+    // An idle client that loses its connection must not crash the process.
+    this.pool.on('error', () => {});
     this.db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: this.pool }) });
     this.read = executorFor(this.pool);
   }

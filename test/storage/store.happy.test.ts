@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Store } from '../../src/storage/index.ts';
 import type { WriteOptions } from '../../src/storage/store.ts';
@@ -112,6 +113,26 @@ forEachStore('store executor', (kind) => {
     // Several at once, so that more than one pooled connection answers.
     const seen = await Promise.all(Array.from({ length: 6 }, settings));
     expect(new Set(seen.map((s) => `${s!.jit} ${s!.workers}`))).toEqual(new Set(['off 0']));
+  });
+
+  if (kind === 'postgres')
+    it('hands a new connection out only once its settings ran: no query is queued behind another on one client (pg 9 refuses that)', async () => {
+    // pg warns once per process, so the queue is watched instead: a query sent while the client is busy.
+    const query = pg.Client.prototype.query;
+    let queued = 0;
+    pg.Client.prototype.query = function (this: pg.Client & { _queryQueue: unknown[]; _activeQuery: unknown }, ...args: unknown[]) {
+      if (this._activeQuery || this._queryQueue.length > 0) queued++;
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+    const fresh = await database.open(); // a new pool: every connection opens now
+    try {
+      const seen = await Promise.all(Array.from({ length: 8 }, () => fresh.read.first<{ jit: string }>(sql`SELECT current_setting('jit') AS jit`.compile(fresh.db))));
+      expect(seen.map((s) => s!.jit)).toEqual(Array(8).fill('off'));
+      expect(queued).toBe(0);
+    } finally {
+      pg.Client.prototype.query = query;
+      await fresh.close();
+    }
     expect(await store.write((tx) => tx.first<{ jit: string }>(sql`SELECT current_setting('jit') AS jit`.compile(store.db)))).toEqual({ jit: 'off' });
   });
 });

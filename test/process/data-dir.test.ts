@@ -7,21 +7,27 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { postJson, runCli, startServer } from '../support/server-process.ts';
 import { waitFor } from '../support/wait.ts';
 
-const mode = (path: string) => statSync(path).mode & 0o777;
-
-/** Every directory and file under `dir` with its mode, e.g. {'.': 0o700, 'tessera.db': 0o600}. */
-function modes(dir: string): Record<string, number> {
-  const out: Record<string, number> = { '.': mode(dir) };
-  const walk = (rel: string) => {
-    for (const name of readdirSync(join(dir, rel))) {
-      const path = join(rel, name);
-      out[path] = mode(join(dir, path));
-      if (statSync(join(dir, path)).isDirectory()) walk(path);
-    }
+/**
+ * Every directory and file under `dir` with its mode and kind, e.g. {'.': {mode: 0o700, dir: true}}.
+ * One stat each; a file gone between the listing and its stat (the outbox's temporary file, renamed
+ * to its final name meanwhile) is left out: its final name is what stays.
+ */
+function modes(dir: string): Record<string, { mode: number; dir: boolean }> {
+  const out: Record<string, { mode: number; dir: boolean }> = {};
+  const visit = (rel: string) => {
+    const stat = statSync(join(dir, rel), { throwIfNoEntry: false });
+    if (!stat) return;
+    out[rel] = { mode: stat.mode & 0o777, dir: stat.isDirectory() };
+    if (stat.isDirectory()) for (const name of readdirSync(join(dir, rel))) visit(join(rel, name));
   };
-  walk('');
+  visit('.');
   return out;
 }
+
+/** Each path beside its mode in octal, as it is and as it should be (directories 700, files 600). */
+const expectPrivate = (seen: ReturnType<typeof modes>) => {
+  for (const [path, { mode, dir }] of Object.entries(seen)) expect([path, mode.toString(8)]).toEqual([path, (dir ? 0o700 : 0o600).toString(8)]);
+};
 
 describe('DATA_DIR (issue 14, items 4 and 12)', () => {
   const dirs: string[] = [];
@@ -53,21 +59,15 @@ describe('DATA_DIR (issue 14, items 4 and 12)', () => {
       await waitFor(() => readdirSync(join(dataDir, 'outbox')).filter((f) => f.endsWith('.eml')).length === 2);
       const seen = modes(dataDir);
       for (const name of ['tessera.db', 'tessera.db-wal', 'tessera.db-shm', 'secret.key']) expect(Object.keys(seen)).toContain(name);
-      for (const [path, m] of Object.entries(seen)) {
-        const isDir = statSync(join(dataDir, path)).isDirectory();
-        expect([path, m.toString(8)]).toEqual([path, (isDir ? 0o700 : 0o600).toString(8)]);
-      }
+      expectPrivate(seen);
     } finally {
       await server.stop();
     }
     // Someone loosened them again: the next start puts them back before it serves.
-    for (const path of Object.keys(modes(dataDir))) chmodSync(join(dataDir, path), statSync(join(dataDir, path)).isDirectory() ? 0o755 : 0o644);
+    for (const [path, { dir }] of Object.entries(modes(dataDir))) chmodSync(join(dataDir, path), dir ? 0o755 : 0o644);
     server = await startServer(env);
     try {
-      for (const [path, m] of Object.entries(modes(dataDir))) {
-        const isDir = statSync(join(dataDir, path)).isDirectory();
-        expect([path, m.toString(8)]).toEqual([path, (isDir ? 0o700 : 0o600).toString(8)]);
-      }
+      expectPrivate(modes(dataDir));
     } finally {
       await server.stop();
     }

@@ -34,14 +34,14 @@ export class DeviceSightings {
 
   async flush(): Promise<void> {
     if (this.pending.size === 0) return;
-    const sightings = this.pending.drain();
-    for (let i = 0; i < sightings.length; i += BATCH) {
-      const batch = sightings.slice(i, i + BATCH);
+    const sightings = this.pending.take();
+    // Decoded a batch at a time, between the batches' writes.
+    for (let i = 0; i < sightings.size; i += BATCH) {
       try {
-        await this.units.run((unit) => this.repo.touchDevices(unit, batch));
+        await this.units.run((unit) => this.repo.touchDevices(unit, sightings.slice(i, i + BATCH)));
       } catch (error) {
         // Kept for the next flush; a device seen again meanwhile keeps its later time.
-        for (const s of sightings.slice(i)) this.pending.seen(s.key, s.identifier, s.at);
+        for (const s of sightings.slice(i, sightings.size)) this.pending.seen(s.key, s.identifier, s.at);
         throw error;
       }
     }

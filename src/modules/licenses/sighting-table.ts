@@ -15,8 +15,8 @@ const FNV_PRIME = 0x01000193;
  * key, an object, a boxed time, the map's entry) lived on the heap until the flush. Under load the
  * garbage collector copied them at every scavenge and marked them in old space, pausing validation
  * 16-28 ms at a time (its p99: docs/benchmarks.md, "Device sightings off the heap"). Here a sighting
- * leaves nothing for the collector, and the arrays are reused from one flush to the next. The
- * strings are read with charCodeAt (no native call per sighting) and written only for a new device.
+ * leaves nothing for the collector. The strings are read with charCodeAt (no native call per
+ * sighting) and copied only for a new device.
  */
 export class SightingTable {
   private units = new Uint16Array(INITIAL_UNITS);
@@ -63,20 +63,17 @@ export class SightingTable {
     this.slots[2 * slot + 1] = i + 1;
   }
 
-  /** Every recorded sighting, in the order the devices were first seen; the table is then empty. */
-  drain(): DeviceSighting[] {
-    const sightings: DeviceSighting[] = new Array(this.count);
-    const e = this.entries;
-    for (let i = 0; i < this.count; i++) {
-      sightings[i] = { key: this.text(e[3 * i]!, e[3 * i + 1]!), identifier: this.text(e[3 * i + 1]!, e[3 * i + 2]!), at: this.times[i]! };
-    }
-    // A burst's room is given back once a flush finds the table mostly empty.
-    if (this.count * 4 < this.times.length && this.times.length > INITIAL_ENTRIES) this.allocate(INITIAL_ENTRIES);
-    else this.slots.fill(0);
-    if (this.used * 4 < this.units.length && this.units.length > INITIAL_UNITS) this.units = new Uint16Array(INITIAL_UNITS);
+  /**
+   * Takes every recorded sighting out (the table is then empty), to be read in slices: decoding a
+   * minute of sightings at once (100,000 devices) would hold the event loop for tens of milliseconds.
+   */
+  take(): TakenSightings {
+    const taken = new TakenSightings(this.units, this.entries, this.times, this.count);
+    this.allocate(INITIAL_ENTRIES);
+    this.units = new Uint16Array(INITIAL_UNITS);
     this.count = 0;
     this.used = 0;
-    return sightings;
+    return taken;
   }
 
   /** Whether entry i is this key and identifier, code unit by code unit. */
@@ -101,13 +98,6 @@ export class SightingTable {
     let p = this.used;
     for (let c = 0; c < text.length; c++) units[p++] = text.charCodeAt(c);
     return (this.used = p);
-  }
-
-  private text(from: number, to: number): string {
-    let text = '';
-    // In slices, so no call passes more arguments than an engine takes.
-    for (let p = from; p < to; p += 4096) text += String.fromCharCode(...this.units.subarray(p, Math.min(to, p + 4096)));
-    return text;
   }
 
   /** Empty entry arrays for `entries` devices, and their slots. */
@@ -137,6 +127,37 @@ export class SightingTable {
     let slot = hash & mask;
     while (this.slots[2 * slot + 1] !== 0) slot = (slot + 1) & mask;
     return slot;
+  }
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** Sightings taken out of a table, in the order the devices were first seen. */
+export class TakenSightings {
+  /** The code units' bytes, read as UTF-16LE by Buffer's native decoder (typed arrays are in the host's byte order). */
+  private readonly bytes: Buffer;
+
+  constructor(
+    private readonly units: Uint16Array,
+    private readonly entries: Uint32Array,
+    private readonly times: Float64Array,
+    readonly size: number,
+  ) {
+    this.bytes = Buffer.from(units.buffer, units.byteOffset, units.byteLength);
+  }
+
+  slice(from: number, to: number): DeviceSighting[] {
+    const e = this.entries;
+    const sightings: DeviceSighting[] = [];
+    for (let i = from; i < Math.min(to, this.size); i++) sightings.push({ key: this.text(e[3 * i]!, e[3 * i + 1]!), identifier: this.text(e[3 * i + 1]!, e[3 * i + 2]!), at: this.times[i]! });
+    return sightings;
+  }
+
+  private text(from: number, to: number): string {
+    if (LITTLE_ENDIAN) return this.bytes.toString('utf16le', 2 * from, 2 * to);
+    let text = '';
+    for (let p = from; p < to; p++) text += String.fromCharCode(this.units[p]!);
+    return text;
   }
 }
 

@@ -13,9 +13,9 @@ const FNV_PRIME = 0x01000193;
  *
  * Why not a Map of objects: nearly every validation adds a device, and a minute of them (a string
  * key, an object, a boxed time, the map's entry) lived on the heap until the flush. Under load the
- * garbage collector copied them at every scavenge and marked them in old space, pausing validation
- * 16-28 ms at a time (its p99: docs/benchmarks.md, "Device sightings off the heap"). Here a sighting
- * leaves nothing for the collector. The strings are read with charCodeAt (no native call per
+ * garbage collector copied them at every scavenge and marked them in old space, in steps that
+ * stalled every request for 16-28 ms (docs/benchmarks.md, "Issue 32: device sightings off the
+ * heap"). Here a sighting leaves nothing for the collector. The strings are read with charCodeAt (no native call per
  * sighting) and copied only for a new device.
  */
 export class SightingTable {

@@ -10,7 +10,7 @@ const BATCH = 500;
 
 /**
  * When each device was last seen (activation, validation, token, heartbeat), kept in memory and
- * written once per flush (every minute, and at shutdown), so a validation costs a map update, not a
+ * written once per flush (every minute, and at shutdown), so a validation costs a table update, not a
  * write (decisions.md, "Licensing model"). A lease's renewal writes its time itself, exactly.
  * A flush that fails keeps its sightings for the next one (newer ones win).
  */

@@ -17,4 +17,4 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   return (await import('./sqlite.ts')).SqliteStore.open(options.dataDir, { mmapBytes: options.sqliteMmapBytes });
 }
 
-export type { Executor, Store } from './store.ts';
+export type { Executor, SqlQuery, Store } from './store.ts';

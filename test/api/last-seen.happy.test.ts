@@ -2,6 +2,10 @@ import { expect, it } from 'vitest';
 import { call, createLicense, createProduct, createTenant, useTestApp } from '../support/app.ts';
 import { manualClock, refreshToken, configureTokens } from '../support/license-tokens.ts';
 import { forEachStore } from '../support/stores.ts';
+import { EventBus } from '../../src/core/unit-of-work.ts';
+import { DeviceSightings } from '../../src/modules/licenses/device-sightings.ts';
+import { SqlLicenseRepository } from '../../src/modules/licenses/repository.ts';
+import { StoreUnits } from '../../src/storage/unit-of-work.ts';
 
 const MINUTE = 60_000;
 
@@ -68,6 +72,30 @@ forEachStore('devices lastSeenAt', (kind) => {
     expect(Number(await lastSeen(l.key, 'vm'))).toBe(clock.now()); // the heartbeat wrote at once
     await ctx.services.licenses.sightings.flush();
     expect(Number(await lastSeen(l.key, 'vm'))).toBe(clock.now());
+  });
+
+  it('two processes flush the same devices at once, seen in opposite orders: each device gets its latest time, without a deadlock', async () => {
+    const t = await createTenant(ctx);
+    const p = await createProduct(ctx, t);
+    const keys = [(await createLicense(ctx, t, p.id)).key, (await createLicense(ctx, t, p.id)).key, (await createLicense(ctx, t, p.id)).key];
+    const devices = keys.flatMap((key) => Array.from({ length: 100 }, (_, i) => ({ key, identifier: `device-${i}` })));
+    const start = clock.now();
+    await ctx.store.write((tx) =>
+      tx.run(ctx.store.db.insertInto('devices').values(devices.map((d) => ({ license_key: d.key, identifier: d.identifier, name: 'PC', activation_date: start, activation_id: null, activated_by: null, activated_name: null, last_seen_at: start })))),
+    );
+    // Two processes' flushes: each its own sightings over the shared store.
+    const process = () => new DeviceSightings(new SqlLicenseRepository(ctx.store), new StoreUnits(ctx.store, new EventBus()));
+    const [a, b] = [process(), process()];
+    // a has the later time of the even devices, b of the odd ones.
+    const latest = (i: number) => start + (i % 2 === 0 ? 1_000 : 2_000) + i;
+    devices.forEach((d, i) => a.seen(d.key, d.identifier, i % 2 === 0 ? latest(i) : start + 1));
+    for (let i = devices.length - 1; i >= 0; i--) b.seen(devices[i]!.key, devices[i]!.identifier, i % 2 === 1 ? latest(i) : start + 1);
+    b.seen(keys[0]!, 'ghost', start + 5_000); // a device gone meanwhile is skipped
+    await Promise.all([a.flush(), b.flush()]);
+    const rows = await ctx.store.read.all(ctx.store.db.selectFrom('devices').select(['license_key', 'identifier', 'last_seen_at']).where('license_key', 'in', keys));
+    const seen = new Map(rows.map((r) => [`${r.license_key}/${r.identifier}`, Number(r.last_seen_at)]));
+    expect(seen.size).toBe(devices.length);
+    devices.forEach((d, i) => expect(seen.get(`${d.key}/${d.identifier}`)).toBe(latest(i)));
   });
 
   it('the app writes pending sightings when it closes', async () => {

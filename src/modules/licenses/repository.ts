@@ -1,5 +1,5 @@
 import { Prepared } from '../../storage/prepared.ts';
-import type { Executor, Store } from '../../storage/index.ts';
+import type { Executor, SqlQuery, Store } from '../../storage/index.ts';
 import { executorOf, readerOf } from '../../storage/unit-of-work.ts';
 import { isUniqueViolation } from '../../storage/constraint.ts';
 import { AppError } from '../../core/errors.ts';
@@ -229,6 +229,22 @@ export function licenseStatements(store: Pick<Store, 'db' | 'lockRows'>) {
 }
 
 type Statements = ReturnType<typeof licenseStatements>;
+
+/**
+ * PostgreSQL: a batch of sightings in one statement, where one update per device cost a round trip
+ * each (500 per unit, 200 units a minute for 100,000 devices). Sorted by device, so concurrent
+ * flushes of two processes take their row locks in one order rather than deadlocking.
+ */
+function touchDevicesAtOnce(sightings: DeviceSighting[]): SqlQuery {
+  const sorted = [...sightings].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.identifier < b.identifier ? -1 : a.identifier > b.identifier ? 1 : 0));
+  return {
+    sql:
+      'update devices as d set last_seen_at = s.at' +
+      ' from unnest($1::text[], $2::text[], $3::bigint[]) as s(license_key, identifier, at)' +
+      ' where d.license_key = s.license_key and d.identifier = s.identifier and (d.last_seen_at is null or d.last_seen_at < s.at)',
+    parameters: [sorted.map((s) => s.key), sorted.map((s) => s.identifier), sorted.map((s) => s.at)],
+  };
+}
 
 function activationStateOf(locked: LockRow, row: ActivationDeviceRow, identifier: string): ActivationState {
   return {
@@ -493,6 +509,7 @@ export class SqlLicenseRepository implements LicenseRepository {
 
   async touchDevices(unit: Unit, sightings: DeviceSighting[]): Promise<void> {
     const tx = executorOf(unit);
+    if (this.store.dialect === 'postgres') return void (await tx.run(touchDevicesAtOnce(sightings)));
     for (const s of sightings) await tx.run(this.q.touchDevice.bind({ key: s.key, identifier: s.identifier, at: s.at }));
   }
 

@@ -101,6 +101,29 @@ forEachStore('validation cache', (kind) => {
     expect((await validate(ctx.app, fl.key, floating.id)).body.device.leaseExpiresAt).toBe(beat.body.device.leaseExpiresAt);
   });
 
+  it('a new device drops no cached row in any process (migration 035); removing one still does', async () => {
+    await Promise.all([live(ctx.store), live(other.store)]);
+    const { p, l } = await activeLicense();
+    const heard: string[] = [];
+    other.store.changes!.subscribe({ changed: (key) => heard.push(key), reset: () => {} });
+    await live(other.store);
+    for (const app of [ctx.app, other.app]) await validate(app, l.key, p.id);
+    const before = [cacheOf(ctx.services).stats(), cacheOf(other.services).stats()];
+    const added = await call(ctx, { method: 'POST', url: '/api/v1/public/licenses/activate', json: { licenseKey: l.key, deviceIdentifier: 'd2', deviceName: 'Laptop', productId: p.id } });
+    expect(added.status).toBe(200);
+    await other.store.changes!.fence(); // whatever the activation notified has reached the other process
+    expect(heard).not.toContain(l.key);
+    for (const app of [ctx.app, other.app]) expect((await validate(app, l.key, p.id)).body.isValid).toBe(true);
+    expect([cacheOf(ctx.services).stats().hits - before[0]!.hits, cacheOf(other.services).stats().hits - before[1]!.hits]).toEqual([1, 1]);
+    expect((await validate(other.app, l.key, p.id, 'd2')).body.isValid).toBe(true); // read, not cached before
+
+    await call(ctx, { method: 'DELETE', url: '/api/v1/public/licenses/device', json: { licenseKey: l.key, productId: p.id, deviceIdentifier: 'd1' } });
+    expect((await validate(ctx.app, l.key, p.id)).body.isValid).toBe(false);
+    await other.store.changes!.fence();
+    expect(heard).toContain(l.key);
+    expect((await validate(other.app, l.key, p.id)).body.isValid).toBe(false);
+  });
+
   it("a change of the product's lease length reaches the cache: the next heartbeat uses it", async () => {
     await live(ctx.store);
     const { t, p, l } = await activeLicense();

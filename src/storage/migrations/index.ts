@@ -27,6 +27,7 @@ import * as m029LicenseSearch from './029_license_search.ts';
 import * as m031WebhookAttemptExchange from './031_webhook_attempt_exchange.ts';
 import * as m032BrandingTeamLog from './032_branding_team_log.ts';
 import * as m034SearchWrites from './034_search_writes.ts';
+import * as m035QuietDeviceInserts from './035_quiet_device_inserts.ts';
 
 /**
  * Versioned migrations, in order. A new migration is a new file added here; applied ones are
@@ -62,6 +63,7 @@ export const migrations: Record<string, Migration> = {
   '031_webhook_attempt_exchange': m031WebhookAttemptExchange,
   '032_branding_team_log': m032BrandingTeamLog,
   '034_search_writes': m034SearchWrites,
+  '035_quiet_device_inserts': m035QuietDeviceInserts,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

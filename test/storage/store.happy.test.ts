@@ -116,6 +116,31 @@ forEachStore('store executor', (kind) => {
   });
 
   if (kind === 'postgres')
+    it("sends a unit's BEGIN with its first statement (pipelined: one round trip fewer), and the unit stays atomic", async () => {
+      const query = pg.Client.prototype.query;
+      const sent: { text: string; behind: string | undefined }[] = [];
+      pg.Client.prototype.query = function (this: pg.Client & { _activeQuery: { text?: string } | null }, ...args: unknown[]) {
+        const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text: string }).text;
+        sent.push({ text, behind: this._activeQuery?.text });
+        return (query as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof query;
+      const email = `pipelined-${randomUUID()}@example.com`;
+      try {
+        await insertAccount(store, email);
+        await expect(
+          store.write(async (tx) => {
+            await tx.run(store.db.updateTable('accounts').set({ plan: 'plus' }).where('email', '=', email));
+            await tx.run(store.db.insertInto('accounts').values({ id: randomUUID(), email, password_hash: 'x', plan: 'free', created_at: 1 })); // the address is taken
+          }),
+        ).rejects.toMatchObject({ code: '23505' });
+      } finally {
+        pg.Client.prototype.query = query;
+      }
+      expect(sent.find((s) => s.text.startsWith('update "accounts"'))).toEqual({ text: expect.any(String), behind: 'BEGIN' });
+      expect(await byEmail(store, email)).toEqual({ email, tier: 'free' }); // the update went with the failed unit
+    });
+
+  if (kind === 'postgres')
     it('hands a new connection out only once its settings ran: no query is queued behind another on one client (pg 9 refuses that)', async () => {
     // pg warns once per process, so the queue is watched instead: a query sent while the client is busy.
     const query = pg.Client.prototype.query;

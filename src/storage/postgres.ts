@@ -67,6 +67,7 @@ export class PostgresStore implements Store {
     const begin = options?.awaitSync === false ? 'BEGIN; SET LOCAL synchronous_commit TO OFF' : 'BEGIN';
     for (let attempt = 1; ; attempt++) {
       const client = await this.pool.connect();
+      let discard = false;
       try {
         // Not awaited before the unit's first statement: both go out together, a round trip fewer
         // per unit (activations: 6-14 % more a second). BEGIN fails only with its connection, and
@@ -81,11 +82,13 @@ export class PostgresStore implements Store {
         await this.changes.fence();
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
+        // A connection whose ROLLBACK failed may still hold this unit's transaction open: it is
+        // closed, never handed to the next unit, whose COMMIT would commit this one's writes.
+        discard = !(await client.query('ROLLBACK').then(() => true, () => false));
         const code = (error as { code?: string }).code;
         if (!(code && RETRYABLE.has(code) && attempt < MAX_ATTEMPTS)) throw error;
       } finally {
-        client.release();
+        client.release(discard);
       }
     }
   }

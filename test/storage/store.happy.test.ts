@@ -141,6 +141,31 @@ forEachStore('store executor', (kind) => {
     });
 
   if (kind === 'postgres')
+    it('closes a connection whose ROLLBACK failed: the next unit on the pool never commits the failed one', async () => {
+      const query = pg.Client.prototype.query;
+      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+        if (args[0] === 'ROLLBACK') {
+          pg.Client.prototype.query = query; // once
+          return Promise.reject(new Error('the ROLLBACK was lost'));
+        }
+        return (query as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof query;
+      const failed = `rollback-lost-${randomUUID()}@example.com`;
+      try {
+        await expect(
+          store.write(async (tx) => {
+            await tx.run(store.db.insertInto('accounts').values({ id: randomUUID(), email: failed, password_hash: 'x', plan: 'free', created_at: 1 }));
+            throw new Error('the unit fails');
+          }),
+        ).rejects.toThrow('the unit fails');
+      } finally {
+        pg.Client.prototype.query = query;
+      }
+      for (let i = 0; i < 3; i++) await insertAccount(store, `after-${randomUUID()}@example.com`); // the pool's next units
+      expect(await byEmail(other, failed)).toBeUndefined();
+    });
+
+  if (kind === 'postgres')
     it('hands a new connection out only once its settings ran: no query is queued behind another on one client (pg 9 refuses that)', async () => {
     // pg warns once per process, so the queue is watched instead: a query sent while the client is busy.
     const query = pg.Client.prototype.query;

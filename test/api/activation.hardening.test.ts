@@ -61,7 +61,8 @@ forEachStore('activation hardening', (kind) => {
       // webhook endpoints: none here).
       expect(recorder.seen.length).toBeGreaterThanOrEqual(ctx.store.lockRows ? 4 : 3);
       expect(recorder.seen.filter((s) => s.rows > 1)).toEqual([]);
-      expect(recorder.seen.filter((s) => /count\(\*\)/i.test(s.sql))).toHaveLength(2);
+      // The activations' counts of devices (SQLite's search indexer may run a count of its own in the window).
+      expect(recorder.seen.filter((s) => /count\(\*\)/i.test(s.sql) && /from "devices"/i.test(s.sql))).toHaveLength(2);
 
       const full = await activate('new-2');
       expect(full.status).toBe(400);

@@ -6,7 +6,7 @@ import { type Kysely, SqliteAdapter, sql } from 'kysely';
  * validation reads of the license or its other devices changes when one is added. Every activation
  * of a new device notified, and a notifying commit holds PostgreSQL's notification-queue lock from
  * before its commit record to its end, WAL flush included: activations could not share a flush
- * (docs/benchmarks.md, "the change feed's NOTIFY on activations"). Deletes still notify, and updates
+ * (docs/benchmarks.md, "Issue 32: PostgreSQL's write units", part 2). Deletes still notify, and updates
  * as migration 018 set.
  */
 export async function up(db: Kysely<any>): Promise<void> {
